@@ -1,0 +1,76 @@
+#include "common/secret.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace pandora {
+namespace {
+
+constexpr size_t kMaxSecretBytes = 4096;
+
+// Closes the descriptor on every return path.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+Status io_error(const std::string& path, const char* what, int err) {
+  return Status(Errc::kIo, fmt::format("secret file '{}': {}: {}", path, what, std::strerror(err)));
+}
+
+}  // namespace
+
+Result<std::string> read_secret_file(const std::string& path, bool* world_readable) {
+  if (path.empty()) return Status(Errc::kInvalidArgument, "no secret file given");
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return io_error(path, "cannot open", errno);
+
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return io_error(path, "cannot stat", errno);
+  // Pipes are accepted (`--secret-file <(vault read ...)`); their mode bits
+  // say nothing about who can read the secret, so only files are flagged.
+  if (world_readable != nullptr) *world_readable = S_ISREG(st.st_mode) && (st.st_mode & S_IROTH) != 0;
+
+  // Read one newline and one byte more than allowed, so "too long" is
+  // detected without trusting st_size or reading an unbounded file.
+  std::string content(kMaxSecretBytes + 2, '\0');
+  size_t got = 0;
+  while (got < content.size()) {
+    const ssize_t n = ::read(fd.get(), content.data() + got, content.size() - got);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return io_error(path, "cannot read", errno);
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  content.resize(got);
+  if (!content.empty() && content.back() == '\n') content.pop_back();
+
+  if (content.empty()) {
+    return Status(Errc::kInvalidArgument, fmt::format("secret file '{}' is empty; put the cluster secret in it", path));
+  }
+  if (content.size() > kMaxSecretBytes) {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("secret file '{}' is longer than {} bytes; is it the right file?", path,
+                              kMaxSecretBytes));
+  }
+  return content;
+}
+
+}  // namespace pandora

@@ -1,0 +1,332 @@
+// Control-plane codec. The daemon decodes bytes from unauthenticated peers
+// with this code (the Hello itself), so decoding is strict and bounded: every
+// read is checked against the body, every enum against its known values, and
+// a message must use its body exactly.
+#include "common/wire/control.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <type_traits>
+
+namespace pandora::wire {
+namespace {
+
+constexpr uint8_t kLastErrc = static_cast<uint8_t>(Errc::kUnsupported);
+
+uint32_t load32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
+         (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
+}
+
+uint16_t load16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
+
+Status protocol_error(std::string message) { return Status(Errc::kProtocol, std::move(message)); }
+
+const char* type_name(ControlType t) {
+  switch (t) {
+    case ControlType::kServerHello: return "ServerHello";
+    case ControlType::kHello: return "Hello";
+    case ControlType::kHelloOk: return "HelloOk";
+    case ControlType::kError: return "Error";
+    case ControlType::kOk: return "Ok";
+    case ControlType::kSetupTcp: return "SetupTcp";
+    case ControlType::kSetupShm: return "SetupShm";
+    case ControlType::kShmInfo: return "ShmInfo";
+    case ControlType::kFence: return "Fence";
+    case ControlType::kStatsRequest: return "StatsRequest";
+    case ControlType::kStatsReply: return "StatsReply";
+    case ControlType::kRegionInfoRequest: return "RegionInfoRequest";
+    case ControlType::kRegionInfoReply: return "RegionInfoReply";
+  }
+  return nullptr;
+}
+
+// Appends little-endian fields; byte order comes from shifts, not from the host.
+class Writer {
+ public:
+  explicit Writer(std::string& out) : out_(out) {}
+  void u8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
+  void u16(uint16_t v) { put(v, 2); }
+  void u32(uint32_t v) { put(v, 4); }
+  void u64(uint64_t v) { put(v, 8); }
+  void bytes(const std::array<uint8_t, 32>& a) { out_.append(reinterpret_cast<const char*>(a.data()), a.size()); }
+  // Strings longer than the wire allows are cut at kMaxControlString: an
+  // encoder cannot fail, and the only long strings are error messages (a
+  // region path longer than that is not a valid Linux path anyway).
+  void str(const std::string& s) {
+    const size_t n = std::min(s.size(), kMaxControlString);
+    u16(static_cast<uint16_t>(n));
+    out_.append(s.data(), n);
+  }
+  void region(const RegionInfo& r) {
+    u64(r.cluster_id);
+    u32(r.node_id);
+    u32(r.layout_version);
+    u64(r.region_size);
+    u64(r.data_offset);
+    u64(r.table_offset);
+    u64(r.log_offset);
+    u64(r.log_size);
+  }
+
+ private:
+  void put(uint64_t v, int n) {
+    for (int i = 0; i < n; ++i) out_.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  }
+  std::string& out_;
+};
+
+// Reads fields from a body. The first failure sticks and later reads are
+// no-ops, so a decoder reads all its fields and checks once at the end.
+class Reader {
+ public:
+  explicit Reader(std::span<const uint8_t> body) : body_(body) {}
+
+  void u8(uint8_t& v) {
+    if (const uint8_t* p = take(1)) v = p[0];
+  }
+  void u16(uint16_t& v) { v = static_cast<uint16_t>(get(2)); }
+  void u32(uint32_t& v) { v = static_cast<uint32_t>(get(4)); }
+  void u64(uint64_t& v) { v = get(8); }
+  void bytes(std::array<uint8_t, 32>& a) {
+    if (const uint8_t* p = take(a.size())) std::copy(p, p + a.size(), a.begin());
+  }
+  void str(std::string& s, const char* field) {
+    uint16_t n = 0;
+    u16(n);
+    if (!error_.empty()) return;
+    if (n > kMaxControlString) {
+      fail(fmt::format("string {} of {} bytes exceeds the limit of {}", field, n, kMaxControlString));
+      return;
+    }
+    if (const uint8_t* p = take(n)) s.assign(reinterpret_cast<const char*>(p), n);
+  }
+  void region(RegionInfo& r) {
+    u64(r.cluster_id);
+    u32(r.node_id);
+    u32(r.layout_version);
+    u64(r.region_size);
+    u64(r.data_offset);
+    u64(r.table_offset);
+    u64(r.log_offset);
+    u64(r.log_size);
+  }
+
+  void fail(std::string why) {
+    if (error_.empty()) error_ = std::move(why);
+  }
+  const std::string& error() const { return error_; }
+  size_t remaining() const { return body_.size() - pos_; }
+
+ private:
+  const uint8_t* take(size_t n) {
+    if (!error_.empty()) return nullptr;
+    if (n > remaining()) {
+      fail(fmt::format("body truncated: needs {} more bytes at offset {} of {}", n, pos_, body_.size()));
+      return nullptr;
+    }
+    const uint8_t* p = body_.data() + pos_;
+    pos_ += n;
+    return p;
+  }
+  uint64_t get(int n) {
+    const uint8_t* p = take(static_cast<size_t>(n));
+    uint64_t v = 0;
+    if (p != nullptr) {
+      for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+    }
+    return v;
+  }
+
+  std::span<const uint8_t> body_;
+  size_t pos_ = 0;
+  std::string error_;
+};
+
+void encode_body(Writer& w, const ServerHello& m) {
+  w.u16(m.protocol_version);
+  w.bytes(m.nonce);
+}
+void encode_body(Writer& w, const Hello& m) {
+  w.u64(m.cluster_id);
+  w.u8(static_cast<uint8_t>(m.role));
+  w.u16(m.compute_id);
+  w.u32(m.pid);
+  w.bytes(m.mac);
+}
+void encode_body(Writer& w, const HelloOk& m) { w.region(m.region); }
+void encode_body(Writer& w, const Error& m) {
+  w.u8(static_cast<uint8_t>(m.code));
+  w.str(m.message);
+}
+void encode_body(Writer&, const Ok&) {}
+void encode_body(Writer&, const SetupTcp&) {}
+void encode_body(Writer&, const SetupShm&) {}
+void encode_body(Writer& w, const ShmInfo& m) {
+  w.str(m.path);
+  w.u64(m.region_size);
+  w.u8(m.is_pmem ? 1 : 0);
+}
+void encode_body(Writer& w, const Fence& m) { w.u16(m.compute_id); }
+void encode_body(Writer&, const StatsRequest&) {}
+void encode_body(Writer& w, const StatsReply& m) {
+  for (uint64_t v : {m.reads, m.writes, m.cas, m.faa, m.bytes_read, m.bytes_written, m.fenced_ops,
+                     m.malformed_frames, m.auth_failures, m.connections_current, m.connections_total,
+                     m.fenced_nodes}) {
+    w.u64(v);
+  }
+}
+void encode_body(Writer&, const RegionInfoRequest&) {}
+void encode_body(Writer& w, const RegionInfoReply& m) { w.region(m.region); }
+
+void decode_body(Reader& r, ServerHello& m) {
+  r.u16(m.protocol_version);
+  r.bytes(m.nonce);
+}
+void decode_body(Reader& r, Hello& m) {
+  uint8_t role = 0;
+  r.u64(m.cluster_id);
+  r.u8(role);
+  r.u16(m.compute_id);
+  r.u32(m.pid);
+  r.bytes(m.mac);
+  if (r.error().empty() && role != static_cast<uint8_t>(Role::kCompute) && role != static_cast<uint8_t>(Role::kAdmin)) {
+    r.fail(fmt::format("unknown role {}", role));
+  }
+  m.role = static_cast<Role>(role);
+}
+void decode_body(Reader& r, HelloOk& m) { r.region(m.region); }
+void decode_body(Reader& r, Error& m) {
+  uint8_t code = 0;
+  r.u8(code);
+  r.str(m.message, "message");
+  // An Error carrying kOk would turn into an ok Status on the receiving side.
+  if (r.error().empty() && (code == 0 || code > kLastErrc)) r.fail(fmt::format("invalid error code {}", code));
+  m.code = static_cast<Errc>(code);
+}
+void decode_body(Reader&, Ok&) {}
+void decode_body(Reader&, SetupTcp&) {}
+void decode_body(Reader&, SetupShm&) {}
+void decode_body(Reader& r, ShmInfo& m) {
+  uint8_t pmem = 0;
+  r.str(m.path, "path");
+  r.u64(m.region_size);
+  r.u8(pmem);
+  if (r.error().empty() && pmem > 1) r.fail(fmt::format("is_pmem must be 0 or 1, got {}", pmem));
+  m.is_pmem = pmem == 1;
+}
+void decode_body(Reader& r, Fence& m) { r.u16(m.compute_id); }
+void decode_body(Reader&, StatsRequest&) {}
+void decode_body(Reader& r, StatsReply& m) {
+  for (uint64_t* v : {&m.reads, &m.writes, &m.cas, &m.faa, &m.bytes_read, &m.bytes_written, &m.fenced_ops,
+                      &m.malformed_frames, &m.auth_failures, &m.connections_current, &m.connections_total,
+                      &m.fenced_nodes}) {
+    r.u64(*v);
+  }
+}
+void decode_body(Reader&, RegionInfoRequest&) {}
+void decode_body(Reader& r, RegionInfoReply& m) { r.region(m.region); }
+
+template <typename M>
+Result<ControlMessage> decode_as(std::span<const uint8_t> body) {
+  M m;
+  Reader r(body);
+  decode_body(r, m);
+  if (r.error().empty() && r.remaining() != 0) {
+    r.fail(fmt::format("{} trailing bytes after the body", r.remaining()));
+  }
+  if (!r.error().empty()) {
+    const char* name = type_name(control_type(ControlMessage(m)));
+    return protocol_error(fmt::format("malformed {} message: {}", name, r.error()));
+  }
+  return ControlMessage(std::move(m));
+}
+
+}  // namespace
+
+ControlType control_type(const ControlMessage& m) {
+  // The variant's alternatives are listed in ControlType order, starting at 1.
+  static_assert(std::variant_size_v<ControlMessage> == static_cast<size_t>(ControlType::kRegionInfoReply));
+  static_assert(std::is_same_v<std::variant_alternative_t<0, ControlMessage>, ServerHello>);
+  static_assert(std::is_same_v<std::variant_alternative_t<7, ControlMessage>, ShmInfo>);
+  static_assert(std::is_same_v<std::variant_alternative_t<12, ControlMessage>, RegionInfoReply>);
+  return static_cast<ControlType>(m.index() + 1);
+}
+
+void encode_control(std::string& out, const ControlMessage& m) {
+  Writer w(out);
+  w.u32(kControlMagic);
+  w.u16(kControlVersion);
+  w.u16(static_cast<uint16_t>(control_type(m)));
+  const size_t len_at = out.size();
+  w.u32(0);  // patched below, once the body's size is known
+  const size_t body_at = out.size();
+  std::visit([&w](const auto& msg) { encode_body(w, msg); }, m);
+  const uint32_t len = static_cast<uint32_t>(out.size() - body_at);
+  for (int i = 0; i < 4; ++i) out[len_at + i] = static_cast<char>((len >> (8 * i)) & 0xff);
+}
+
+Result<size_t> control_frame_length(std::span<const uint8_t> in) {
+  if (in.size() < kControlHeaderBytes) return size_t{0};
+  const uint32_t magic = load32(in.data());
+  if (magic != kControlMagic) {
+    return protocol_error(fmt::format("bad control magic 0x{:08x} (expected 0x{:08x}): not a Pandora control stream",
+                                      magic, kControlMagic));
+  }
+  const uint16_t version = load16(in.data() + 4);
+  if (version != kControlVersion) {
+    return protocol_error(fmt::format("unsupported control protocol version {} (this build speaks {})", version,
+                                      kControlVersion));
+  }
+  const uint32_t len = load32(in.data() + 8);
+  if (len > kMaxControlBody) {
+    return protocol_error(
+        fmt::format("control message body of {} bytes exceeds the limit of {}", len, kMaxControlBody));
+  }
+  return size_t{kControlHeaderBytes + len};
+}
+
+Result<ControlMessage> decode_control(std::span<const uint8_t> frame) {
+  if (frame.size() < kControlHeaderBytes) {
+    return protocol_error(fmt::format("control frame truncated: {} bytes, header needs {}", frame.size(),
+                                      kControlHeaderBytes));
+  }
+  Result<size_t> length = control_frame_length(frame);
+  if (!length) return length.status();
+  if (frame.size() != *length) {
+    return protocol_error(fmt::format("control frame is {} bytes but its header says {}", frame.size(), *length));
+  }
+  const uint16_t type = load16(frame.data() + 6);
+  const std::span<const uint8_t> body = frame.subspan(kControlHeaderBytes);
+  switch (static_cast<ControlType>(type)) {
+    case ControlType::kServerHello: return decode_as<ServerHello>(body);
+    case ControlType::kHello: return decode_as<Hello>(body);
+    case ControlType::kHelloOk: return decode_as<HelloOk>(body);
+    case ControlType::kError: return decode_as<Error>(body);
+    case ControlType::kOk: return decode_as<Ok>(body);
+    case ControlType::kSetupTcp: return decode_as<SetupTcp>(body);
+    case ControlType::kSetupShm: return decode_as<SetupShm>(body);
+    case ControlType::kShmInfo: return decode_as<ShmInfo>(body);
+    case ControlType::kFence: return decode_as<Fence>(body);
+    case ControlType::kStatsRequest: return decode_as<StatsRequest>(body);
+    case ControlType::kStatsReply: return decode_as<StatsReply>(body);
+    case ControlType::kRegionInfoRequest: return decode_as<RegionInfoRequest>(body);
+    case ControlType::kRegionInfoReply: return decode_as<RegionInfoReply>(body);
+  }
+  return protocol_error(fmt::format("unknown control message type {}", type));
+}
+
+std::string hello_mac_input(const std::array<uint8_t, 32>& nonce, const Hello& h) {
+  std::string out;
+  out.reserve(nonce.size() + 15);
+  Writer w(out);
+  w.bytes(nonce);
+  w.u64(h.cluster_id);
+  w.u8(static_cast<uint8_t>(h.role));
+  w.u16(h.compute_id);
+  w.u32(h.pid);
+  return out;
+}
+
+}  // namespace pandora::wire

@@ -1,0 +1,147 @@
+// Control-plane messages between compute nodes / tools and a memory daemon.
+//
+// Every connection to a daemon starts on the control plane:
+//
+//   daemon -> client   ServerHello {protocol version, nonce}
+//   client -> daemon   Hello {cluster id, role, compute id, pid, mac}
+//   daemon -> client   HelloOk {RegionInfo}            or Error, then close
+//
+// `mac` is HMAC-SHA256(secret, nonce || cluster_id || role || compute_id ||
+// pid), so the secret never crosses the wire and a recorded Hello cannot be
+// replayed. After HelloOk the client sends requests and receives exactly one
+// reply each (Ok, Error or a typed reply). `SetupTcp` switches the
+// connection to the binary data plane (common/wire/frame.h) for the rest of
+// its life; `SetupShm` returns what a same-host client needs to map the
+// region.
+//
+// Framing: every message is `u32 magic | u16 version | u16 type | u32 len |
+// body[len]`, little-endian, len <= kMaxControlBody. Bodies are sequences of
+// fixed-width little-endian integers and length-prefixed strings (u16 len).
+// Decoding is strict: trailing bytes, over-long strings, unknown types and
+// unknown enum values are errors.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <variant>
+
+#include "common/status.h"
+
+namespace pandora::wire {
+
+inline constexpr uint32_t kControlMagic = 0x4c544350;  // "PCTL"
+inline constexpr uint16_t kControlVersion = 1;
+inline constexpr uint32_t kControlHeaderBytes = 12;
+inline constexpr uint32_t kMaxControlBody = 64 * 1024;
+inline constexpr size_t kMaxControlString = 4096;
+
+enum class Role : uint8_t {
+  kCompute = 1,  // runs transactions; needs a compute id (1..65535)
+  kAdmin = 2,    // tools and the failure detector: fence, stats; no data plane
+};
+
+enum class ControlType : uint16_t {
+  kServerHello = 1,
+  kHello = 2,
+  kHelloOk = 3,
+  kError = 4,
+  kOk = 5,
+  kSetupTcp = 6,
+  kSetupShm = 7,
+  kShmInfo = 8,
+  kFence = 9,
+  kStatsRequest = 10,
+  kStatsReply = 11,
+  kRegionInfoRequest = 12,
+  kRegionInfoReply = 13,
+};
+
+struct ServerHello {
+  uint16_t protocol_version = kControlVersion;
+  std::array<uint8_t, 32> nonce{};
+};
+
+struct Hello {
+  uint64_t cluster_id = 0;
+  Role role = Role::kCompute;
+  uint16_t compute_id = 0;  // 0 for kAdmin
+  uint32_t pid = 0;         // the client's OS pid (used to fence shm clients)
+  std::array<uint8_t, 32> mac{};
+};
+
+// What a client needs to know about the region behind a daemon.
+struct RegionInfo {
+  uint64_t cluster_id = 0;
+  uint32_t node_id = 0;
+  uint32_t layout_version = 0;
+  uint64_t region_size = 0;
+  uint64_t data_offset = 0;  // compute nodes may access [data_offset, region_size)
+  uint64_t table_offset = 0;
+  uint64_t log_offset = 0;
+  uint64_t log_size = 0;
+};
+
+struct HelloOk {
+  RegionInfo region;
+};
+
+struct Error {
+  Errc code = Errc::kProtocol;
+  std::string message;
+};
+
+struct Ok {};
+struct SetupTcp {};
+struct SetupShm {};
+
+struct ShmInfo {
+  std::string path;      // absolute path of the region file on this host
+  uint64_t region_size = 0;
+  bool is_pmem = false;  // whether the daemon maps it as persistent memory
+};
+
+struct Fence {
+  uint16_t compute_id = 0;
+};
+
+struct StatsRequest {};
+
+struct StatsReply {
+  uint64_t reads = 0, writes = 0, cas = 0, faa = 0;
+  uint64_t bytes_read = 0, bytes_written = 0;
+  uint64_t fenced_ops = 0;         // operations refused with kFenced
+  uint64_t malformed_frames = 0;   // connections closed for a bad frame
+  uint64_t auth_failures = 0;
+  uint64_t connections_current = 0, connections_total = 0;
+  uint64_t fenced_nodes = 0;       // bits set in the fence bitmap
+};
+
+struct RegionInfoRequest {};
+struct RegionInfoReply {
+  RegionInfo region;
+};
+
+using ControlMessage =
+    std::variant<ServerHello, Hello, HelloOk, Error, Ok, SetupTcp, SetupShm, ShmInfo, Fence,
+                 StatsRequest, StatsReply, RegionInfoRequest, RegionInfoReply>;
+
+ControlType control_type(const ControlMessage& m);
+
+// Appends the framed encoding of `m` to `out`.
+void encode_control(std::string& out, const ControlMessage& m);
+
+// Length of the whole frame starting at `in`, once its 12-byte header is
+// available: kNeedMore (returns 0) while fewer than 12 bytes; an error Status
+// (kProtocol) for a bad magic/version or an oversized body.
+Result<size_t> control_frame_length(std::span<const uint8_t> in);
+
+// Decodes exactly one complete frame (as measured by control_frame_length).
+// Pure; never reads outside `frame`.
+Result<ControlMessage> decode_control(std::span<const uint8_t> frame);
+
+// The bytes covered by Hello.mac for a given nonce and hello.
+std::string hello_mac_input(const std::array<uint8_t, 32>& nonce, const Hello& h);
+
+}  // namespace pandora::wire
