@@ -1,0 +1,84 @@
+// The memory daemon's control plane: the one listening TCP socket.
+//
+// Every accepted connection starts here (protocol in common/wire/control.h):
+//
+//   daemon -> ServerHello{nonce}       nonce: 32 bytes from getrandom(2)
+//   client -> Hello                    checked: cluster id, HMAC over the
+//                                      nonce (constant-time compare), role,
+//                                      compute id, fence bit
+//   daemon -> HelloOk | Error + close
+//
+// then a request/reply loop: RegionInfoRequest, StatsRequest, Fence (admin
+// sessions only), SetupTcp and SetupShm (compute sessions only). SetupTcp is
+// answered with Ok, after which the socket belongs to the tcp data plane
+// (bytes the client pipelined behind SetupTcp go with it). SetupShm opens a
+// pidfd for Hello.pid and registers it with the FenceTable, so a fence can
+// kill that process; the session stays a control session. A request that is
+// valid but not allowed for the session's role gets Error{kInvalidArgument}
+// and the session continues.
+//
+// Robustness: everything runs on one epoll thread with non-blocking sockets,
+// so no client can block another. Input is bounded (one control frame,
+// kMaxControlBody); a bad magic, an oversized or undecodable frame, or an
+// unexpected message gets Error{kProtocol} and the connection is closed. A
+// client that does not complete the handshake within kHandshakeTimeout is
+// dropped; at most kMaxHandshakes may be pending at once. Fence requests, which
+// may block for seconds (quiescence, killing shm clients), run on a separate
+// worker thread; the requesting session just waits for its reply meanwhile.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/endpoint.h"
+#include "common/logger.h"
+#include "common/status.h"
+#include "common/wire/control.h"
+#include "memory/fence_table.h"
+#include "memory/region.h"
+#include "memory/tcp_data_plane.h"
+
+namespace pandora::memd {
+
+class ControlServer {
+ public:
+  static constexpr std::chrono::milliseconds kHandshakeTimeout{5000};
+  // After an Error reply, how long the daemon waits for the client's EOF
+  // before cutting the connection (so the Error is not lost to a reset).
+  static constexpr std::chrono::milliseconds kCloseLinger{1000};
+  // Connections that have not authenticated yet; beyond this, new ones are
+  // closed at once (authenticated sessions are limited only by file
+  // descriptors: every shm client keeps its control session open).
+  static constexpr size_t kMaxHandshakes = 1024;
+  // Unsent replies above which a session is not read from until they drain.
+  static constexpr size_t kMaxPendingOutput = 64u << 10;
+
+  ControlServer(Region& region, FenceTable& fences, TcpDataPlane& data_plane, uint64_t cluster_id,
+                std::string secret, Logger log);
+  ~ControlServer();
+  ControlServer(const ControlServer&) = delete;
+  ControlServer& operator=(const ControlServer&) = delete;
+
+  // Binds and listens on `ep` (port 0 picks a free port). Returns the bound
+  // endpoint. kIo with the reason (address in use, ...) on failure.
+  Result<Endpoint> listen(const Endpoint& ep);
+
+  // Serves until `stop_fd` becomes readable (it is not read here: it is the
+  // daemon's signalfd). Then stops accepting, closes every control session
+  // (sockets already handed to the data plane are not affected) and waits
+  // for a running fence to finish.
+  Status serve(int stop_fd);
+
+  // Control-plane counters (auth failures, connections) plus the data plane
+  // and fence table's, as sent in StatsReply.
+  wire::StatsReply stats() const;
+
+  class Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pandora::memd

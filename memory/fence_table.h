@@ -1,0 +1,135 @@
+// Fencing: revoking one compute node's access to this memory node.
+//
+// The fence state is the region's fence bitmap (common/region_layout.h), one
+// bit per compute id, so a fence survives daemon restarts: a fenced node
+// stays fenced, and the control server refuses its new Hellos.
+//
+// What fence(id) guarantees when it returns Ok ("nothing the fenced node sent
+// earlier can still change memory"), per transport:
+//
+//  * tcp: every data-plane request is executed by a data-plane thread inside
+//    a *batch*. A thread announces a batch with a seq_cst store of its
+//    `in_batch` flag, then checks the requester's fence bit (seq_cst load)
+//    before executing each request, and persists the batch's stores before
+//    it leaves the batch (clearing `in_batch`, bumping `batches`). fence()
+//    sets the bit (seq_cst atomic OR, persisted) and then waits until every
+//    data-plane thread is either outside a batch or has finished the batch
+//    it was in. By the seq_cst total order, any batch that starts after that
+//    point sees the bit; any batch that was running has completed. So after
+//    fence() returns, no tcp request of the fenced node can modify memory,
+//    and everything it did modify earlier is persistent.
+//
+//  * shm: the compute process maps the region itself, so the daemon cannot
+//    interpose on its stores. The client checks its own fence bit before
+//    each operation, but that check and the store that follows are not
+//    atomic: a client that passed the check just before the bit was set
+//    could still store afterwards. To close that window, fence() kills every
+//    process that registered for shm under the fenced id (SIGKILL through a
+//    pidfd, so a recycled pid is never hit) and waits (bounded, 5 s) until
+//    the process has exited. Caveats, stated plainly: (1) stores the killed
+//    process made but never flushed are visible to everyone (caches are
+//    coherent) but only durable on platforms with eADR; (2) the pid is taken
+//    from the authenticated Hello - a client holding the cluster secret
+//    could name another process of the same user; (3) if the process does
+//    not exit within the bound (e.g. stuck in uninterruptible sleep), fence()
+//    returns kTimeout and the guarantee does not hold yet.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "common/logger.h"
+#include "common/status.h"
+#include "memory/region.h"
+
+namespace pandora::memd {
+
+// Published by one data-plane thread; read by fence(). Cache-line sized so
+// threads do not false-share.
+struct alignas(64) QuiescenceSlot {
+  std::atomic<uint64_t> in_batch{0};
+  std::atomic<uint64_t> batches{0};
+};
+
+// RAII for one batch on one data-plane thread. Everything between
+// construction and destruction (fence check, memory effects, persistence)
+// counts as one batch.
+class BatchScope {
+ public:
+  explicit BatchScope(QuiescenceSlot& slot) : slot_(slot) {
+    slot_.in_batch.store(1, std::memory_order_seq_cst);
+  }
+  // Both seq_cst so fence() can reason in one total order (two locked
+  // instructions per batch, not per request).
+  ~BatchScope() {
+    slot_.in_batch.store(0, std::memory_order_seq_cst);
+    slot_.batches.fetch_add(1, std::memory_order_seq_cst);
+  }
+  BatchScope(const BatchScope&) = delete;
+  BatchScope& operator=(const BatchScope&) = delete;
+
+ private:
+  QuiescenceSlot& slot_;
+};
+
+class FenceTable {
+ public:
+  // How long fence() waits for a killed shm client to exit.
+  static constexpr std::chrono::milliseconds kKillWait{5000};
+  // Most shm registrations kept at once (each holds a pidfd).
+  static constexpr size_t kMaxShmClients = 4096;
+
+  // `data_threads` quiescence slots are created, one per data-plane thread.
+  FenceTable(Region& region, size_t data_threads, Logger log);
+  ~FenceTable();
+  FenceTable(const FenceTable&) = delete;
+  FenceTable& operator=(const FenceTable&) = delete;
+
+  QuiescenceSlot& slot(size_t thread) { return slots_[thread]; }
+
+  // Whether `compute_id` is fenced. seq_cst: pairs with BatchScope (see above).
+  bool is_fenced(uint16_t compute_id) const {
+    return __atomic_load_n(word(compute_id), __ATOMIC_SEQ_CST) & fence_bit_mask(compute_id);
+  }
+  // Number of fenced compute ids (bits set).
+  uint64_t fenced_count() const;
+
+  // Remembers that process `pid` maps the region as compute node
+  // `compute_id`, so a later fence can kill it. Opens a pidfd now. Errors:
+  // kInvalidArgument (pid 0/1/self, or no such process), kIo (too many
+  // registrations, pidfd_open failed).
+  Status register_shm_client(uint16_t compute_id, pid_t pid);
+  // Registered shm processes still alive (prunes exited ones).
+  size_t shm_clients();
+
+  // Blocking; see the file comment. Idempotent. Safe to call from any thread
+  // except a data-plane thread. kInvalidArgument for id 0, kTimeout when a
+  // killed shm client did not exit in time.
+  Status fence(uint16_t compute_id);
+
+ private:
+  struct ShmClient {
+    uint16_t compute_id;
+    pid_t pid;
+    int pidfd;
+  };
+
+  uint64_t* word(uint16_t compute_id) const { return region_.word(fence_word_offset(compute_id)); }
+  void wait_for_quiescence();
+  void prune_exited_locked();
+
+  Region& region_;
+  Logger log_;
+  std::unique_ptr<QuiescenceSlot[]> slots_;
+  size_t nslots_;
+  std::mutex shm_mu_;
+  std::vector<ShmClient> shm_;
+};
+
+}  // namespace pandora::memd

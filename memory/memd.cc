@@ -1,0 +1,234 @@
+#include "memory/memd.h"
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "common/endpoint.h"
+#include "common/logger.h"
+#include "common/secret.h"
+#include "memory/control_server.h"
+#include "memory/exit_codes.h"
+#include "memory/fence_table.h"
+#include "memory/region.h"
+#include "memory/tcp_data_plane.h"
+
+namespace pandora::memd {
+namespace {
+
+// Writes "PORT\n" to `path` atomically (temporary file + rename), so a
+// reader never sees a partial number.
+Status write_port_file(const std::string& path, uint16_t port) {
+  std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
+  FILE* f = std::fopen(tmp.c_str(), "w");
+  if (f == nullptr) return Status(Errc::kIo, fmt::format("cannot write --port-file {}: {}", tmp, strerror(errno)));
+  bool ok = std::fprintf(f, "%u\n", static_cast<unsigned>(port)) > 0;
+  ok = std::fflush(f) == 0 && ok;
+  ok = ::fsync(fileno(f)) == 0 && ok;
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    return Status(Errc::kIo, fmt::format("cannot write --port-file {}: {}", path, strerror(e)));
+  }
+  return Status::ok();
+}
+
+// Shutdown requests arrive on a signalfd: SIGTERM/SIGINT are blocked in every
+// thread (the mask is set before any thread starts and is inherited).
+class ShutdownSignals {
+ public:
+  ShutdownSignals() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+    fd_ = ::signalfd(-1, &set_, SFD_NONBLOCK | SFD_CLOEXEC);
+  }
+  ~ShutdownSignals() {
+    if (fd_ >= 0) ::close(fd_);
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  int fd() const { return fd_; }
+  // Name of the signal received, for the log.
+  std::string take() const {
+    signalfd_siginfo si{};
+    if (::read(fd_, &si, sizeof(si)) != sizeof(si)) return "signal";
+    return si.ssi_signo == SIGTERM ? "SIGTERM" : si.ssi_signo == SIGINT ? "SIGINT" : "signal";
+  }
+
+ private:
+  sigset_t set_{}, old_{};
+  int fd_ = -1;
+};
+
+}  // namespace
+
+void declare_options(OptionSet& opts, MemdConfig& cfg) {
+  opts.add_string("pm-path", &cfg.pm_path,
+                  "region file: a DAX file on persistent memory, else a file on /dev/shm or disk", true);
+  opts.add_string("size", &cfg.size,
+                "region size (e.g. 64M, 1G); required to create the region, must match an existing one");
+  opts.add_u64("node-id", &cfg.node_id, "memory-node id within the cluster", 0, 65535, true);
+  opts.add_u64("cluster-id", &cfg.cluster_id, "cluster id (decimal or 0x hex)", 1, UINT64_MAX, true);
+  opts.add_string("secret-file", &cfg.secret_file,
+                  "file holding the cluster secret (keep it private: mode 0600)", true);
+  opts.add_string("listen", &cfg.listen, "HOST:PORT to listen on (port 0 picks a free port)");
+  opts.add_string("port-file", &cfg.port_file,
+                  "after listening, write the bound port number here (atomically)");
+  opts.add_size("log-size", &cfg.log_size,
+                "size of the log area at the end of the region (set when the region is created)");
+  opts.add_u64("threads", &cfg.threads, "tcp data-plane threads", 1, TcpDataPlane::kMaxThreads);
+  opts.add_flag("format", &cfg.format,
+                "format an existing file whose first 4K are all zero (e.g. a fresh DAX device); "
+                "never touches a file with a non-zero header");
+  opts.add_choice("log-level", &cfg.log_level, {"debug", "info", "warn", "error"}, "log verbosity");
+}
+
+int run(const MemdConfig& cfg, const OptionSet& opts) {
+  LogLevel level = LogLevel::kInfo;
+  parse_log_level(cfg.log_level, &level);
+  Logger log("memd", level);
+  auto usage_error = [&](const std::string& msg) {
+    log.error("{}", msg);
+    return kExitUsage;
+  };
+
+  Result<Endpoint> listen_ep = parse_endpoint(cfg.listen);
+  if (!listen_ep) return usage_error("--listen " + cfg.listen + ": " + listen_ep.status().message());
+
+  std::optional<uint64_t> size;
+  if (!cfg.size.empty()) {
+    Result<uint64_t> parsed = parse_size(cfg.size);
+    if (!parsed) return usage_error("--size " + cfg.size + ": " + parsed.status().message());
+    size = *parsed;
+  }
+
+  bool world_readable = false;
+  Result<std::string> secret = read_secret_file(cfg.secret_file, &world_readable);
+  if (!secret) return usage_error("--secret-file: " + secret.status().message());
+  if (world_readable) {
+    log.warn("secret file {} is readable by other users; restrict it with chmod 600", cfg.secret_file);
+  }
+
+  // Before any thread exists, so every thread inherits the blocked mask.
+  ShutdownSignals signals;
+  if (signals.fd() < 0) {
+    log.error("signalfd: {}", strerror(errno));
+    return kExitIo;
+  }
+  ::signal(SIGPIPE, SIG_IGN);  // sockets use MSG_NOSIGNAL; this covers everything else
+  // Every compute thread holds a connection: use all the descriptors we may.
+  if (rlimit rl{}; ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &rl);
+  }
+
+  RegionOptions ro;
+  ro.path = cfg.pm_path;
+  if (size) ro.size = *size;
+  ro.log_size = cfg.log_size;
+  ro.log_size_given = opts.was_set("log-size");
+  ro.cluster_id = cfg.cluster_id;
+  ro.node_id = static_cast<uint32_t>(cfg.node_id);
+  ro.format_zeroed = cfg.format;
+  RegionError rerr;
+  std::unique_ptr<Region> region = Region::open(ro, log.child("region"), &rerr);
+  if (!region) {
+    log.error("{}", rerr.message);
+    return exit_code_for(rerr.failure);
+  }
+  if (region->is_pmem()) {
+    log.info("persistence: persistent memory (cache-line flush + drain){}",
+             getenv("PMEM_IS_PMEM_FORCE") != nullptr ? " [PMEM_IS_PMEM_FORCE set: not durable across reboot]" : "");
+  } else {
+    log.info("persistence: msync (not persistent memory; correct but slow, not for benchmarks)");
+  }
+
+  FenceTable fences(*region, cfg.threads, log.child("fence"));
+  TcpDataPlane data_plane(*region, fences, cfg.threads, log.child("data"));
+  ControlServer control(*region, fences, data_plane, cfg.cluster_id, std::move(secret.value()),
+                        log.child("control"));
+  Result<Endpoint> bound = control.listen(*listen_ep);
+  if (!bound) {
+    log.error("{}", bound.status().message());
+    return bound.status().code() == Errc::kInvalidArgument ? kExitUsage : kExitIo;
+  }
+  if (Status s = data_plane.start(); !s) {
+    log.error("{}", s.message());
+    return kExitIo;
+  }
+
+  bool unclean = region->mark_running();
+  RegionState st = region->state();
+  if (unclean) {
+    log.warn("region state: start #{}; the previous daemon did not shut down cleanly (unclean starts: {}); data "
+             "persisted before each acknowledgement is intact",
+             st.start_count, st.unclean_starts);
+  } else {
+    log.info("region state: start #{} after a clean shutdown (unclean starts: {})", st.start_count,
+             st.unclean_starts);
+  }
+  uint64_t fenced = fences.fenced_count();
+  if (fenced > 0) log.info("{} compute node(s) are fenced (fences persist across restarts)", fenced);
+
+  if (!cfg.port_file.empty()) {
+    if (Status s = write_port_file(cfg.port_file, bound->port); !s) {
+      log.error("{}", s.message());
+      data_plane.stop();
+      region->mark_clean();
+      return kExitIo;
+    }
+  }
+  log.info("serving region {} ({} bytes, node {}, cluster {:#x}) on {} with {} data-plane thread(s)",
+           region->real_path(), region->size(), region->header().node_id, region->header().cluster_id,
+           bound->to_string(), cfg.threads);
+
+  Status served = control.serve(signals.fd());
+  int code = kExitOk;
+  if (!served) {
+    log.error("control plane failed: {}; shutting down", served.message());
+    code = kExitIo;
+  } else {
+    log.info("{} received; shutting down", signals.take());
+  }
+  data_plane.stop();
+  wire::StatsReply s = control.stats();
+  region->mark_clean();
+  log.info("shutdown complete: served {} reads, {} writes, {} cas, {} faa ({} bytes read, {} bytes written), "
+           "{} connections, {} fenced ops, {} malformed frames, {} auth failures; region marked clean",
+           s.reads, s.writes, s.cas, s.faa, s.bytes_read, s.bytes_written, s.connections_total, s.fenced_ops,
+           s.malformed_frames, s.auth_failures);
+  return code;
+}
+
+int memd_main(int argc, const char* const* argv) {
+  MemdConfig cfg;
+  OptionSet opts("pandora-memd",
+                 "Pandora memory node: serves one persistent region to compute nodes (control plane, tcp data "
+                 "plane, fencing).");
+  declare_options(opts, cfg);
+  std::string message;
+  switch (opts.parse(argc, argv, &message)) {
+    case OptionSet::Outcome::kHelp:
+      std::fputs(message.c_str(), stdout);
+      if (!message.empty() && message.back() != '\n') std::fputc('\n', stdout);
+      return kExitOk;
+    case OptionSet::Outcome::kError:
+      std::fprintf(stderr, "pandora-memd: %s\nRun pandora-memd --help for the list of options.\n", message.c_str());
+      return kExitUsage;
+    case OptionSet::Outcome::kRun:
+      break;
+  }
+  return run(cfg, opts);
+}
+
+}  // namespace pandora::memd

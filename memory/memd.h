@@ -1,0 +1,48 @@
+// pandora-memd assembly: configuration, option declaration and the run loop.
+//
+//   MemdConfig cfg;
+//   OptionSet opts("pandora-memd", "...");
+//   declare_options(opts, cfg);
+//   ... opts.parse(argc, argv, &msg) ...
+//   return run(cfg, opts);
+//
+// run() opens (or creates) the region, starts the tcp data plane and the
+// control server, writes the port file, and serves until SIGTERM/SIGINT
+// (received through a signalfd: no global state). Then it stops accepting,
+// lets data-plane threads finish their current batch, closes connections,
+// marks the region clean, persists, unmaps and returns kExitOk. Failures
+// return the codes of memory/exit_codes.h with a message on stderr.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/options.h"
+
+namespace pandora::memd {
+
+struct MemdConfig {
+  std::string pm_path;
+  std::string size;  // empty: not given (parsed in run() so --help shows no bogus default)
+  uint64_t node_id = 0;
+  uint64_t cluster_id = 0;
+  std::string secret_file;
+  std::string listen = "127.0.0.1:7000";
+  std::string port_file;
+  uint64_t log_size = 16ull << 20;
+  uint64_t threads = 1;
+  bool format = false;
+  std::string log_level = "info";
+};
+
+// Binds every flag of pandora-memd to `cfg`.
+void declare_options(OptionSet& opts, MemdConfig& cfg);
+
+// Runs the daemon; returns the process exit code. `opts` is the parsed set
+// (used to tell given options from defaults).
+int run(const MemdConfig& cfg, const OptionSet& opts);
+
+// The whole program: parse argv (printing help or errors), then run().
+int memd_main(int argc, const char* const* argv);
+
+}  // namespace pandora::memd
