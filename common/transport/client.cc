@@ -1,0 +1,161 @@
+#include "common/transport/client.h"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "common/checksum.h"
+#include "common/transport/shm_connection.h"
+#include "common/transport/socket_util.h"
+#include "common/transport/tcp_connection.h"
+
+namespace pandora {
+
+namespace {
+
+std::span<const uint8_t> bytes_of(const std::string& s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+
+// The Status a reply stands for when it is not the expected type.
+Status unexpected_reply(const wire::ControlMessage& reply, std::string_view wanted) {
+  if (const auto* e = std::get_if<wire::Error>(&reply)) return Status(e->code, e->message);
+  return Status(Errc::kProtocol, fmt::format("expected {} from the memory daemon, got message type {}", wanted,
+                                             static_cast<int>(wire::control_type(reply))));
+}
+
+Status check_identity(const ClientIdentity& id) {
+  if (id.role == wire::Role::kCompute && id.compute_id == 0) {
+    return Status(Errc::kInvalidArgument, "a compute node needs a compute id in 1..65535 (0 is never issued)");
+  }
+  if (id.role == wire::Role::kAdmin && id.compute_id != 0) {
+    return Status(Errc::kInvalidArgument, "an admin session has no compute id (use 0)");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+std::string_view backend_name(Backend b) {
+  switch (b) {
+    case Backend::kShm: return "shm";
+    case Backend::kTcp: return "tcp";
+  }
+  return "unknown";
+}
+
+Result<Backend> parse_backend(std::string_view text) {
+  if (text == "shm") return Backend::kShm;
+  if (text == "tcp") return Backend::kTcp;
+  return Status(Errc::kInvalidArgument, fmt::format("unknown backend '{}' (expected shm or tcp)", text));
+}
+
+Result<std::unique_ptr<ControlClient>> ControlClient::connect(const Endpoint& ep, const ClientIdentity& id,
+                                                              std::chrono::milliseconds timeout) {
+  if (Status s = check_identity(id); !s) return s;
+  const net::Deadline deadline = net::deadline_after(timeout);
+  Result<net::UniqueFd> sock = net::connect_tcp(ep, timeout);
+  if (!sock) return sock.status();
+  const int fd = sock->get();
+
+  Result<wire::ControlMessage> first = net::recv_control(fd, deadline);
+  if (!first) return first.status();
+  const auto* server_hello = std::get_if<wire::ServerHello>(&*first);
+  if (server_hello == nullptr) return unexpected_reply(*first, "ServerHello");
+  if (server_hello->protocol_version != wire::kControlVersion) {
+    return Status(Errc::kUnsupported, fmt::format("memory daemon at {} speaks control protocol {}, we speak {}",
+                                                  ep.to_string(), server_hello->protocol_version,
+                                                  wire::kControlVersion));
+  }
+
+  wire::Hello hello;
+  hello.cluster_id = id.cluster_id;
+  hello.role = id.role;
+  hello.compute_id = id.compute_id;
+  hello.pid = static_cast<uint32_t>(::getpid());
+  // The MAC binds the daemon's fresh nonce, so the secret never travels and
+  // a recorded Hello is useless later.
+  hello.mac = hmac_sha256(bytes_of(id.secret), bytes_of(wire::hello_mac_input(server_hello->nonce, hello)));
+  if (Status s = net::send_control(fd, hello, deadline); !s) return s;
+
+  Result<wire::ControlMessage> reply = net::recv_control(fd, deadline);
+  if (!reply) return reply.status();
+  const auto* ok = std::get_if<wire::HelloOk>(&*reply);
+  if (ok == nullptr) return unexpected_reply(*reply, "HelloOk");
+  return std::unique_ptr<ControlClient>(new ControlClient(sock->release(), ok->region, timeout));
+}
+
+ControlClient::~ControlClient() { net::UniqueFd close_it(fd_); }
+
+int ControlClient::release_fd() {
+  int fd = fd_;
+  fd_ = -1;
+  return fd;
+}
+
+Result<wire::ControlMessage> ControlClient::call(const wire::ControlMessage& request) {
+  if (fd_ < 0) return Status(Errc::kDisconnected, "control session is closed");
+  const net::Deadline deadline = net::deadline_after(timeout_);
+  Status s = net::send_control(fd_, request, deadline);
+  Result<wire::ControlMessage> reply = s ? net::recv_control(fd_, deadline) : Result<wire::ControlMessage>(s);
+  if (!reply) {
+    // The request/reply pairing is lost: never reuse this stream.
+    net::UniqueFd close_it(release_fd());
+    return reply.status();
+  }
+  if (const auto* e = std::get_if<wire::Error>(&*reply)) return Status(e->code, e->message);
+  return reply;
+}
+
+Status ControlClient::fence(uint16_t compute_id) {
+  Result<wire::ControlMessage> reply = call(wire::Fence{compute_id});
+  if (!reply) return reply.status();
+  if (!std::holds_alternative<wire::Ok>(*reply)) return unexpected_reply(*reply, "Ok");
+  return Status::ok();
+}
+
+Result<wire::StatsReply> ControlClient::stats() {
+  Result<wire::ControlMessage> reply = call(wire::StatsRequest{});
+  if (!reply) return reply.status();
+  if (const auto* r = std::get_if<wire::StatsReply>(&*reply)) return *r;
+  return unexpected_reply(*reply, "StatsReply");
+}
+
+Result<wire::RegionInfo> ControlClient::region_info() {
+  Result<wire::ControlMessage> reply = call(wire::RegionInfoRequest{});
+  if (!reply) return reply.status();
+  if (const auto* r = std::get_if<wire::RegionInfoReply>(&*reply)) {
+    region_ = r->region;
+    return r->region;
+  }
+  return unexpected_reply(*reply, "RegionInfoReply");
+}
+
+Result<std::unique_ptr<Connection>> open_connection(const Endpoint& ep, const ClientIdentity& id,
+                                                    const ConnectOptions& options) {
+  if (id.role != wire::Role::kCompute) {
+    return Status(Errc::kInvalidArgument, "data connections are for compute nodes; admin sessions use ControlClient");
+  }
+  if (options.backend != Backend::kShm && options.backend != Backend::kTcp) {
+    return Status(Errc::kInvalidArgument, "unknown backend");
+  }
+  auto control = ControlClient::connect(ep, id, options.connect_timeout);
+  if (!control) return control.status();
+  ControlClient& cc = **control;
+
+  if (options.backend == Backend::kTcp) {
+    Result<wire::ControlMessage> reply = cc.call(wire::SetupTcp{});
+    if (!reply) return reply.status();
+    if (!std::holds_alternative<wire::Ok>(*reply)) return unexpected_reply(*reply, "Ok");
+    return std::unique_ptr<Connection>(
+        new TcpConnection(net::UniqueFd(cc.release_fd()), cc.region(), options.op_timeout));
+  }
+
+  Result<wire::ControlMessage> reply = cc.call(wire::SetupShm{});
+  if (!reply) return reply.status();
+  const auto* info = std::get_if<wire::ShmInfo>(&*reply);
+  if (info == nullptr) return unexpected_reply(*reply, "ShmInfo");
+  return ShmConnection::open(net::UniqueFd(cc.release_fd()), cc.region(), *info, id.compute_id);
+}
+
+}  // namespace pandora

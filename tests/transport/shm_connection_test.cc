@@ -1,0 +1,214 @@
+// Unit tests of the shm backend without a daemon: a hand-made region file,
+// a socketpair standing in for the control session.
+#include "common/transport/shm_connection.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "common/region_layout.h"
+#include <filesystem>
+
+namespace pandora {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr uint64_t kSize = 1024 * 1024;
+constexpr uint64_t kCluster = 0x77;
+constexpr uint16_t kId = 300;  // not in the first fence word, on purpose
+
+class ShmConnectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char templ[] = "/dev/shm/pandora-shm-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(templ), nullptr);
+    dir_ = templ;
+    path_ = dir_ + "/region";
+    int fd = ::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::ftruncate(fd, kSize), 0);
+    void* p = ::mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    ASSERT_NE(p, MAP_FAILED);
+    region_ = static_cast<uint8_t*>(p);
+    RegionHeader h{};
+    h.magic = kRegionMagic;
+    h.layout_version = kRegionLayoutVersion;
+    h.header_size = sizeof(h);
+    h.region_size = kSize;
+    h.cluster_id = kCluster;
+    h.data_offset = kDataOffset;
+    std::memcpy(region_, &h, sizeof(h));
+
+    info_.cluster_id = kCluster;
+    info_.region_size = kSize;
+    info_.data_offset = kDataOffset;
+    shm_.path = path_;
+    shm_.region_size = kSize;
+    shm_.is_pmem = false;
+  }
+  void TearDown() override {
+    if (region_) ::munmap(region_, kSize);
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+
+  std::unique_ptr<Connection> open_conn() {
+    int sv[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    daemon_end_.reset(sv[1]);
+    auto r = ShmConnection::open(net::UniqueFd(sv[0]), info_, shm_, kId);
+    EXPECT_TRUE(r) << r.status().to_string();
+    return r ? std::move(r).value() : nullptr;
+  }
+
+  Completion run_one(Connection& c) {
+    c.flush();
+    std::array<Completion, 1> buf;
+    EXPECT_EQ(c.poll(buf), 1u);
+    return buf[0];
+  }
+
+  std::string dir_;
+  std::string path_;
+  uint8_t* region_ = nullptr;
+  wire::RegionInfo info_;
+  wire::ShmInfo shm_;
+  net::UniqueFd daemon_end_;
+};
+
+TEST_F(ShmConnectionTest, OperatesOnTheMappedFile) {
+  auto c = open_conn();
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->data_begin(), kDataOffset);
+  EXPECT_EQ(c->data_end(), kSize);
+  uint64_t v = 41;
+  c->post_write(kDataOffset + 8, &v, 8, 1);
+  c->post_faa(kDataOffset + 8, 1, 2);
+  c->post_cas(kDataOffset + 8, 42, 100, 3);
+  EXPECT_EQ(c->outstanding(), 3u);
+  c->flush();
+  std::array<Completion, 8> buf;
+  ASSERT_EQ(c->poll(buf), 3u);
+  EXPECT_EQ(buf[1].value, 41u);
+  EXPECT_EQ(buf[2].value, 42u);
+  uint64_t in_file;
+  std::memcpy(&in_file, region_ + kDataOffset + 8, 8);
+  EXPECT_EQ(in_file, 100u) << "the operation must act on the shared file";
+}
+
+TEST_F(ShmConnectionTest, NothingExecutesBeforeTheDoorbell) {
+  auto c = open_conn();
+  ASSERT_TRUE(c);
+  uint64_t v = 7;
+  c->post_write(kDataOffset, &v, 8, 1);
+  std::array<Completion, 1> buf;
+  EXPECT_EQ(c->wait(buf, 10ms), 0u);
+  EXPECT_EQ(region_[kDataOffset], 0);
+  c->flush();
+  EXPECT_EQ(c->poll(buf), 1u);
+  EXPECT_EQ(region_[kDataOffset], 7);
+}
+
+TEST_F(ShmConnectionTest, FenceBitStopsEveryLaterOp) {
+  auto c = open_conn();
+  ASSERT_TRUE(c);
+  uint64_t v = 1;
+  c->post_write(kDataOffset, &v, 8, 1);
+  ASSERT_EQ(run_one(*c).status, Errc::kOk);
+  // The daemon sets our bit.
+  __atomic_fetch_or(reinterpret_cast<uint64_t*>(region_ + fence_word_offset(kId)), fence_bit_mask(kId),
+                    __ATOMIC_SEQ_CST);
+  v = 2;
+  c->post_write(kDataOffset, &v, 8, 2);
+  c->post_faa(kDataOffset, 1, 3);
+  c->flush();
+  std::array<Completion, 4> buf;
+  ASSERT_EQ(c->poll(buf), 2u);
+  EXPECT_EQ(buf[0].status, Errc::kFenced);
+  EXPECT_EQ(buf[1].status, Errc::kFenced);
+  EXPECT_EQ(c->health(), Errc::kFenced);
+  EXPECT_EQ(region_[kDataOffset], 1) << "a fenced op touched memory";
+}
+
+TEST_F(ShmConnectionTest, AnotherIdsFenceBitDoesNotMatter) {
+  auto c = open_conn();
+  ASSERT_TRUE(c);
+  __atomic_fetch_or(reinterpret_cast<uint64_t*>(region_ + fence_word_offset(kId + 1)), fence_bit_mask(kId + 1),
+                    __ATOMIC_SEQ_CST);
+  c->post_faa(kDataOffset, 1, 1);
+  EXPECT_EQ(run_one(*c).status, Errc::kOk);
+}
+
+TEST_F(ShmConnectionTest, EndOfControlSessionBreaksTheConnection) {
+  auto c = open_conn();
+  ASSERT_TRUE(c);
+  c->post_faa(kDataOffset, 1, 1);
+  EXPECT_EQ(run_one(*c).status, Errc::kOk);
+  daemon_end_.reset();
+  Completion last{};
+  auto deadline = std::chrono::steady_clock::now() + 2s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    c->post_faa(kDataOffset, 1, 2);
+    last = run_one(*c);
+    if (last.status != Errc::kOk) break;
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_EQ(last.status, Errc::kDisconnected);
+  EXPECT_EQ(c->health(), Errc::kDisconnected);
+}
+
+TEST_F(ShmConnectionTest, HeaderIsReadOnlyInTheClient) {
+  auto c = open_conn();
+  ASSERT_TRUE(c);
+  // The connection mapped the region itself; find its mapping in
+  // /proc/self/maps and check the first data_offset bytes are not writable.
+  FILE* maps = std::fopen("/proc/self/maps", "r");
+  ASSERT_NE(maps, nullptr);
+  char line[1024];
+  int readonly_header = 0, writable_data = 0;
+  while (std::fgets(line, sizeof(line), maps)) {
+    std::string l(line);
+    if (l.find(path_) == std::string::npos) continue;
+    unsigned long lo = 0, hi = 0;
+    char perms[5] = {};
+    unsigned long off = 0;
+    if (std::sscanf(line, "%lx-%lx %4s %lx", &lo, &hi, perms, &off) != 4) continue;
+    if (reinterpret_cast<uint8_t*>(lo) == region_) continue;  // the test's own mapping
+    if (off == 0 && hi - lo == kDataOffset && perms[1] == '-') ++readonly_header;
+    if (off == kDataOffset && perms[1] == 'w') ++writable_data;
+  }
+  std::fclose(maps);
+  EXPECT_EQ(readonly_header, 1);
+  EXPECT_EQ(writable_data, 1);
+}
+
+TEST_F(ShmConnectionTest, RefusesAFileThatIsNotTheDescribedRegion) {
+  info_.cluster_id = kCluster + 1;
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  ::close(sv[1]);
+  auto r = ShmConnection::open(net::UniqueFd(sv[0]), info_, shm_, kId);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().code(), Errc::kMismatch);
+
+  shm_.path = dir_ + "/missing";
+  info_.cluster_id = kCluster;
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  ::close(sv[1]);
+  r = ShmConnection::open(net::UniqueFd(sv[0]), info_, shm_, kId);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.status().code(), Errc::kIo);
+}
+
+}  // namespace
+}  // namespace pandora
