@@ -1,0 +1,161 @@
+#include "compute/cluster.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "compute/op_batch.h"
+
+namespace pandora {
+
+Result<std::unique_ptr<Cluster>> Cluster::connect(const ComputeConfig& config, const Logger& logger) {
+  if (Status s = config.validate(); !s) return s;
+  std::unique_ptr<Cluster> c(new Cluster(config, logger));
+  const ClientIdentity me = config.identity();
+  for (const Endpoint& ep : config.memory_nodes) {
+    auto ctl = ControlClient::connect(ep, me, config.connect_timeout);
+    if (!ctl) {
+      return Status(ctl.status().code(),
+                    fmt::format("memory node {}: {}", ep.to_string(), ctl.status().message()));
+    }
+    const wire::RegionInfo& r = (*ctl)->region();
+    if (r.cluster_id != config.cluster_id) {
+      return Status(Errc::kMismatch, fmt::format("memory node {} belongs to cluster {:#x}, not {:#x}", ep.to_string(),
+                                                 r.cluster_id, config.cluster_id));
+    }
+    for (const auto& other : c->nodes_) {
+      if (other.region.node_id == r.node_id) {
+        return Status(Errc::kMismatch, fmt::format("memory nodes {} and {} both claim node id {}",
+                                                   other.endpoint.to_string(), ep.to_string(), r.node_id));
+      }
+    }
+    c->nodes_.push_back(MemoryNodeInfo{ep, r});
+  }
+  c->table_begin_ = c->nodes_[0].region.table_offset;
+  c->table_limit_ = UINT64_MAX;
+  for (const auto& n : c->nodes_) {
+    if (n.region.table_offset != c->table_begin_) {
+      return Status(Errc::kMismatch, fmt::format("memory node {} starts its table area at {:#x}, node {} at {:#x}; "
+                                                 "every node must share the layout version",
+                                                 n.endpoint.to_string(), n.region.table_offset,
+                                                 c->nodes_[0].endpoint.to_string(), c->table_begin_));
+    }
+    c->table_limit_ = std::min(c->table_limit_, n.region.log_offset);
+  }
+  if (Status s = c->rebuild_placement(config.replicas, config.shards); !s) return s;
+
+  auto conns = c->open_connections();
+  if (!conns) return conns.status();
+  c->bootstrap_ = std::move(*conns);
+  for (auto& p : c->bootstrap_) c->bootstrap_raw_.push_back(p.get());
+  logger.debug("connected to {} memory nodes over {}", c->nodes_.size(), backend_name(config.backend));
+  return c;
+}
+
+std::optional<size_t> Cluster::index_of(uint32_t node_id) const {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].region.node_id == node_id) return i;
+  }
+  return std::nullopt;
+}
+
+uint32_t Cluster::lanes_that_fit(uint32_t lane_bytes) const {
+  uint64_t lanes = UINT32_MAX;
+  for (const auto& n : nodes_) lanes = std::min<uint64_t>(lanes, n.region.log_size / lane_bytes);
+  return static_cast<uint32_t>(lanes);
+}
+
+Status Cluster::rebuild_placement(uint32_t replicas, uint32_t shards) {
+  std::vector<uint32_t> ids;
+  for (const auto& n : nodes_) ids.push_back(n.region.node_id);
+  auto p = Placement::create(ids, replicas, shards);
+  if (!p) return p.status();
+  placement_.emplace(std::move(*p));
+  replicas_ = replicas;
+  shard_replicas_.assign(size_t{shards} * replicas, 0);
+  for (uint32_t s = 0; s < shards; ++s) {
+    auto reps = placement_->replicas_of_shard(s);
+    for (uint32_t r = 0; r < replicas; ++r) shard_replicas_[size_t{s} * replicas + r] = static_cast<uint16_t>(*index_of(reps[r]));
+  }
+  return Status::ok();
+}
+
+std::vector<size_t> Cluster::log_node_indexes(uint16_t pid) const {
+  std::vector<size_t> out;
+  for (uint32_t id : placement_->log_nodes_of(pid)) out.push_back(*index_of(id));
+  return out;
+}
+
+Result<std::vector<std::unique_ptr<Connection>>> Cluster::open_connections() const {
+  std::vector<std::unique_ptr<Connection>> out;
+  const ClientIdentity me = config_.identity();
+  for (const auto& n : nodes_) {
+    auto conn = open_connection(n.endpoint, me, config_.connect_options());
+    if (!conn) {
+      return Status(conn.status().code(), fmt::format("data connection ({}) to memory node {}: {}",
+                                                      backend_name(config_.backend), n.endpoint.to_string(),
+                                                      conn.status().message()));
+    }
+    out.push_back(std::move(*conn));
+  }
+  return out;
+}
+
+Status Cluster::load_directory() {
+  std::vector<std::vector<uint8_t>> raw(nodes_.size(), std::vector<uint8_t>(kTableDirBytes));
+  OpBatch batch(bootstrap_raw_, config_.op_timeout * 2);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    batch.read(i, table_begin_, raw[i].data(), static_cast<uint32_t>(kTableDirBytes));
+  }
+  if (Status s = batch.run(); !s) return Status(s.code(), "reading the table directory: " + s.message());
+  std::optional<TableDirectory> first;
+  size_t first_index = 0;
+  std::vector<uint8_t> first_bytes;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    auto d = decode_table_directory(raw[i]);
+    if (!d) {
+      return Status(d.status().code(), fmt::format("memory node {} (id {}): {}", nodes_[i].endpoint.to_string(),
+                                                   nodes_[i].region.node_id, d.status().message()));
+    }
+    const size_t used = sizeof(TableDirectoryHeader) + d->tables.size() * sizeof(TableEntry);
+    std::vector<uint8_t> bytes(raw[i].begin(), raw[i].begin() + static_cast<ptrdiff_t>(used));
+    if (!first) {
+      first = std::move(*d);
+      first_index = i;
+      first_bytes = std::move(bytes);
+    } else if (bytes != first_bytes) {
+      return Status(Errc::kMismatch,
+                    fmt::format("memory nodes {} and {} carry different table directories (loaded by different "
+                                "loaders?); reload the cluster",
+                                nodes_[first_index].endpoint.to_string(), nodes_[i].endpoint.to_string()));
+    }
+  }
+  TableDirectory& d = *first;
+  if (d.cluster_id != config_.cluster_id) {
+    return Status(Errc::kMismatch, fmt::format("table directory belongs to cluster {:#x}, not {:#x}", d.cluster_id,
+                                               config_.cluster_id));
+  }
+  if (d.replicas == 0 || d.replicas > nodes_.size()) {
+    return Status(Errc::kMismatch, fmt::format("table directory asks for {} replicas but {} memory nodes are configured",
+                                               d.replicas, nodes_.size()));
+  }
+  if (d.end_offset() > table_limit_) {
+    return Status(Errc::kMismatch, "table directory describes tables beyond a memory node's table area");
+  }
+  if (d.lane_bytes < kMinLaneBytes || d.lanes > lanes_that_fit(d.lane_bytes)) {
+    return Status(Errc::kMismatch, fmt::format("table directory's log lanes ({} x {} bytes) do not fit every memory "
+                                               "node's log area",
+                                               d.lanes, d.lane_bytes));
+  }
+  if (d.replicas != config_.replicas || d.shards != config_.shards || d.lane_bytes != config_.lane_bytes) {
+    logger_.info("using the table directory's replicas={} shards={} lane-bytes={} (configured {} {} {})", d.replicas,
+                 d.shards, d.lane_bytes, config_.replicas, config_.shards, config_.lane_bytes);
+  }
+  if (Status s = rebuild_placement(d.replicas, d.shards); !s) return s;
+  lanes_ = LaneMap(d.lane_bytes, d.lanes);
+  if (Status s = lanes_.check_fits(config_.compute_id, config_.total_coordinators()); !s) return s;
+  directory_ = std::move(d);
+  return Status::ok();
+}
+
+}  // namespace pandora

@@ -1,0 +1,107 @@
+// A compute node's view of the cluster, built at start (bootstrap):
+//
+//   auto cluster = Cluster::connect(config, logger);   // control sessions, RegionInfo, node ids
+//   create_tables(**cluster, specs, ...);               // loader only (compute/loader.h)
+//   (*cluster)->load_directory();                       // every node's directory, checked identical
+//
+// Memory nodes are addressed by *node index* (position in --memory-nodes)
+// everywhere in compute/; placement speaks node ids, so the cluster keeps
+// both maps and precomputes, per shard, the node indexes of its replicas.
+// The cluster also owns this node's failed-ids and one "bootstrap" data
+// connection per node for code running on the starting thread (loader,
+// directory reads, recovery tools). Worker threads open their own
+// connections with open_connections().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "common/failed_ids.h"
+#include "common/logger.h"
+#include "common/status.h"
+#include "common/table_directory.h"
+#include "common/transport/client.h"
+#include "compute/compute_config.h"
+#include "compute/lane_map.h"
+#include "compute/placement.h"
+
+namespace pandora {
+
+struct MemoryNodeInfo {
+  Endpoint endpoint;
+  wire::RegionInfo region;
+};
+
+class Cluster {
+ public:
+  // Connects the control plane of every memory node, checks cluster ids and
+  // distinct node ids, builds placement from config.replicas/config.shards
+  // and opens the bootstrap data connections.
+  static Result<std::unique_ptr<Cluster>> connect(const ComputeConfig& config, const Logger& logger);
+
+  const ComputeConfig& config() const { return config_; }
+  const Logger& logger() const { return logger_; }
+  size_t node_count() const { return nodes_.size(); }
+  const MemoryNodeInfo& node(size_t index) const { return nodes_[index]; }
+  std::optional<size_t> index_of(uint32_t node_id) const;
+
+  // The table area every node offers: [table_begin, table_limit), i.e. the
+  // common table offset and the smallest log offset.
+  uint64_t table_begin() const { return table_begin_; }
+  uint64_t table_limit() const { return table_limit_; }
+  // Lanes of `lane_bytes` that fit every node's log area.
+  uint32_t lanes_that_fit(uint32_t lane_bytes) const;
+
+  // Reads the table directory from every node; they must be identical
+  // (kMismatch naming the nodes otherwise) and match this cluster id. Adopts
+  // its shards, replicas and lane geometry (placement is rebuilt from them)
+  // and checks this node's lanes fit.
+  Status load_directory();
+  bool has_directory() const { return directory_.has_value(); }
+  const TableDirectory& directory() const { return *directory_; }
+  const Placement& placement() const { return *placement_; }
+  const LaneMap& lanes() const { return lanes_; }
+
+  // Node indexes of the replicas of `shard`, preference order ([0] = primary).
+  std::span<const uint16_t> replica_indexes(uint32_t shard) const {
+    return {&shard_replicas_[size_t{shard} * replicas_], replicas_};
+  }
+  uint32_t replicas() const { return replicas_; }
+  // Node indexes of `pid`'s log nodes.
+  std::vector<size_t> log_node_indexes(uint16_t pid) const;
+  // Region offset of lane `lane` on node `index`.
+  uint64_t lane_address(size_t index, uint32_t lane) const {
+    return lanes_.lane_offset(nodes_[index].region.log_offset, lane);
+  }
+
+  // One data connection per node for the bootstrap thread (not thread-safe).
+  std::span<Connection* const> bootstrap_connections() const { return bootstrap_raw_; }
+  // A fresh data connection per node, for a worker thread.
+  Result<std::vector<std::unique_ptr<Connection>>> open_connections() const;
+
+  FailedIds& failed_ids() { return failed_ids_; }
+  const FailedIds& failed_ids() const { return failed_ids_; }
+
+ private:
+  Cluster(ComputeConfig config, const Logger& logger) : config_(std::move(config)), logger_(logger) {}
+  Status rebuild_placement(uint32_t replicas, uint32_t shards);
+
+  ComputeConfig config_;
+  Logger logger_;
+  std::vector<MemoryNodeInfo> nodes_;
+  uint64_t table_begin_ = 0;
+  uint64_t table_limit_ = 0;
+  std::optional<TableDirectory> directory_;
+  std::optional<Placement> placement_;
+  LaneMap lanes_;
+  uint32_t replicas_ = 0;
+  std::vector<uint16_t> shard_replicas_;
+  std::vector<std::unique_ptr<Connection>> bootstrap_;
+  std::vector<Connection*> bootstrap_raw_;
+  FailedIds failed_ids_;
+};
+
+}  // namespace pandora

@@ -1,0 +1,208 @@
+#include "compute/compute_config.h"
+
+#include <fmt/format.h>
+
+#include "common/secret.h"
+#include "compute/lane_map.h"
+
+namespace pandora {
+
+namespace {
+
+std::vector<std::string_view> split_commas(std::string_view text) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    std::string_view item = text.substr(start, comma - start);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty()) out.push_back(item);
+    start = comma + 1;
+  }
+  return out;
+}
+
+struct BugName {
+  std::string_view name;
+  bool BugSwitches::*field;
+};
+
+constexpr BugName kBugNames[] = {
+    {"complicit-abort", &BugSwitches::complicit_abort},
+    {"missing-insert-log", &BugSwitches::missing_insert_log},
+    {"covert-latches", &BugSwitches::covert_latches},
+    {"relaxed-latches", &BugSwitches::relaxed_latches},
+    {"lost-decision", &BugSwitches::lost_decision},
+    {"logging-without-latching", &BugSwitches::logging_without_latching},
+};
+
+}  // namespace
+
+std::string_view protocol_name(ProtocolMode m) {
+  switch (m) {
+    case ProtocolMode::kPandora: return "pandora";
+    case ProtocolMode::kFord: return "ford";
+    case ProtocolMode::kLogALatch: return "log-a-latch";
+  }
+  return "unknown";
+}
+
+Result<ProtocolMode> parse_protocol(std::string_view text) {
+  if (text == "pandora") return ProtocolMode::kPandora;
+  if (text == "ford") return ProtocolMode::kFord;
+  if (text == "log-a-latch") return ProtocolMode::kLogALatch;
+  return Status(Errc::kInvalidArgument,
+                fmt::format("unknown --protocol '{}' (expected pandora, ford or log-a-latch)", text));
+}
+
+std::string BugSwitches::to_string() const {
+  std::string out;
+  for (const auto& b : kBugNames) {
+    if (this->*b.field) {
+      if (!out.empty()) out += ',';
+      out += b.name;
+    }
+  }
+  return out.empty() ? "none" : out;
+}
+
+Result<BugSwitches> parse_bug_switches(std::string_view text) {
+  BugSwitches bugs;
+  if (text.empty() || text == "none") return bugs;
+  for (std::string_view item : split_commas(text)) {
+    bool found = false;
+    for (const auto& b : kBugNames) {
+      if (item == b.name) {
+        bugs.*b.field = true;
+        found = true;
+      }
+    }
+    if (!found) {
+      std::string names;
+      for (const auto& b : kBugNames) names += fmt::format("{}{}", names.empty() ? "" : ", ", b.name);
+      return Status(Errc::kInvalidArgument, fmt::format("unknown --bug '{}' (expected none or any of: {})", item, names));
+    }
+  }
+  return bugs;
+}
+
+Status ComputeConfig::validate() const {
+  auto bad = [](std::string m) { return Status(Errc::kInvalidArgument, std::move(m)); };
+  if (cluster_id == 0) return bad("--cluster-id must be set (non-zero; the memory daemons' cluster id)");
+  if (secret.empty()) return bad("the cluster secret is empty (--secret-file)");
+  if (compute_id == 0) return bad("--compute-id must be in 1..65535 (0 is never issued: a latch word of 0 means free)");
+  if (memory_nodes.empty()) return bad("--memory-nodes needs at least one HOST:PORT");
+  for (size_t i = 0; i < memory_nodes.size(); ++i) {
+    for (size_t j = i + 1; j < memory_nodes.size(); ++j) {
+      if (memory_nodes[i].host == memory_nodes[j].host && memory_nodes[i].port == memory_nodes[j].port) {
+        return bad(fmt::format("--memory-nodes lists {} twice", memory_nodes[i].to_string()));
+      }
+    }
+  }
+  if (replicas == 0 || replicas > memory_nodes.size()) {
+    return bad(fmt::format("--replicas {} must be between 1 and the number of memory nodes ({})", replicas,
+                           memory_nodes.size()));
+  }
+  if (threads == 0 || threads > 256) return bad(fmt::format("--threads {} must be in 1..256", threads));
+  if (coordinators == 0 || coordinators > kLanesPerCompute) {
+    return bad(fmt::format("--coordinators {} must be in 1..{}", coordinators, kLanesPerCompute));
+  }
+  if (total_coordinators() > kLanesPerCompute) {
+    return bad(fmt::format("--threads {} x --coordinators {} = {} coordinators; a compute node has {} log lanes",
+                           threads, coordinators, total_coordinators(), kLanesPerCompute));
+  }
+  if (shards == 0 || shards > (1u << 24)) return bad(fmt::format("--shards {} must be in 1..{}", shards, 1u << 24));
+  if (lane_bytes < kMinLaneBytes || lane_bytes > (64u << 20) || lane_bytes % kLaneAlign != 0) {
+    return bad(fmt::format("--lane-bytes {} must be a multiple of {} in {}..{}", lane_bytes, kLaneAlign,
+                           kMinLaneBytes, 64u << 20));
+  }
+  if (op_timeout.count() <= 0) return bad("--op-timeout-ms must be positive");
+  if (bugs.any() && !bug_switches_available()) {
+    return bad(fmt::format("--bug {} needs a build with PANDORA_BUG_SWITCHES (a Debug build); this build refuses "
+                           "bug switches",
+                           bugs.to_string()));
+  }
+  if (bugs.any() && protocol != ProtocolMode::kPandora) {
+    return bad("--bug switches apply to --protocol pandora only");
+  }
+  return Status::ok();
+}
+
+ClientIdentity ComputeConfig::identity() const {
+  ClientIdentity id;
+  id.cluster_id = cluster_id;
+  id.secret = secret;
+  id.role = wire::Role::kCompute;
+  id.compute_id = compute_id;
+  return id;
+}
+
+ConnectOptions ComputeConfig::connect_options() const {
+  ConnectOptions o;
+  o.backend = backend;
+  o.connect_timeout = connect_timeout;
+  o.op_timeout = op_timeout;
+  return o;
+}
+
+void ComputeFlags::declare(OptionSet& opts) {
+  opts.add_string("memory-nodes", &memory_nodes, "control endpoints of the memory daemons, HOST:PORT[,HOST:PORT...]",
+                  /*required=*/true);
+  opts.add_u64("cluster-id", &cluster_id, "cluster id (must match the memory daemons)", 1, UINT64_MAX, true);
+  opts.add_string("secret-file", &secret_file, "file holding the cluster secret", true);
+  opts.add_u64("compute-id", &compute_id, "this compute node's pid (1..65535, never reused)", 1, 65535, true);
+  opts.add_choice("backend", &backend, {"shm", "tcp"}, "data-plane transport");
+  opts.add_u64("replicas", &replicas, "copies of every row (f+1); also the number of log nodes", 1, 64);
+  opts.add_u64("threads", &threads, "worker threads", 1, 256);
+  opts.add_u64("coordinators", &coordinators, "coordinator coroutines per worker thread", 1, kLanesPerCompute);
+  opts.add_choice("protocol", &protocol, {"pandora", "ford", "log-a-latch"}, "transaction protocol");
+  opts.add_string("bug", &bug,
+                  "test-only FORD bug switches (Debug builds): none or a comma list of complicit-abort, "
+                  "missing-insert-log, covert-latches, relaxed-latches, lost-decision, logging-without-latching");
+  opts.add_u64("op-timeout-ms", &op_timeout_ms, "a remote operation unanswered this long fails the connection", 1,
+               3600 * 1000);
+  opts.add_u64("shards", &shards, "placement shards (loader only; compute nodes read it from the table directory)", 1,
+               1u << 24);
+  opts.add_size("lane-bytes", &lane_bytes, "bytes of one log lane (loader only; read from the directory)",
+                kMinLaneBytes, 64u << 20);
+}
+
+Result<ComputeConfig> ComputeFlags::resolve() const {
+  ComputeConfig c;
+  c.cluster_id = cluster_id;
+  for (std::string_view item : split_commas(memory_nodes)) {
+    Result<Endpoint> ep = parse_endpoint(item);
+    if (!ep) return Status(Errc::kInvalidArgument, fmt::format("--memory-nodes: {}", ep.status().message()));
+    c.memory_nodes.push_back(*ep);
+  }
+  if (secret_file.empty()) return Status(Errc::kInvalidArgument, "--secret-file is required");
+  bool world_readable = false;
+  Result<std::string> secret = read_secret_file(secret_file, &world_readable);
+  if (!secret) return secret.status();
+  c.secret = *secret;
+  if (compute_id == 0 || compute_id > 65535) {
+    return Status(Errc::kInvalidArgument, "--compute-id must be in 1..65535");
+  }
+  c.compute_id = static_cast<uint16_t>(compute_id);
+  Result<Backend> b = parse_backend(backend);
+  if (!b) return b.status();
+  c.backend = *b;
+  c.replicas = static_cast<uint32_t>(replicas);
+  c.threads = static_cast<uint32_t>(threads);
+  c.coordinators = static_cast<uint32_t>(coordinators);
+  Result<ProtocolMode> p = parse_protocol(protocol);
+  if (!p) return p.status();
+  c.protocol = *p;
+  Result<BugSwitches> bugs = parse_bug_switches(bug);
+  if (!bugs) return bugs.status();
+  c.bugs = *bugs;
+  c.op_timeout = std::chrono::milliseconds(op_timeout_ms);
+  c.shards = static_cast<uint32_t>(shards);
+  c.lane_bytes = static_cast<uint32_t>(lane_bytes);
+  if (Status s = c.validate(); !s) return s;
+  return c;
+}
+
+}  // namespace pandora

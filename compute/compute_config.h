@@ -1,0 +1,121 @@
+// Configuration of a compute node (the compute library inside an
+// application), validated once at start.
+//
+// Binaries share flag names by declaring them through ComputeFlags:
+//
+//   ComputeFlags flags;
+//   OptionSet opts("pandora-bench", "...");
+//   flags.declare(opts);                       // --memory-nodes, --cluster-id, ...
+//   opts.parse(argc, argv, &msg);
+//   Result<ComputeConfig> cfg = flags.resolve(); // reads the secret file, validates
+//
+// Tests build a ComputeConfig directly and call validate().
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/endpoint.h"
+#include "common/options.h"
+#include "common/status.h"
+#include "common/transport/client.h"
+
+namespace pandora {
+
+// Which transaction protocol the coordinators run (chosen at run time; the
+// same binary carries all three).
+enum class ProtocolMode : uint8_t {
+  kPandora = 1,     // ARCHITECTURE.md 4: pid-carrying latches, logging phase after validation
+  kFord = 2,        // owner-less latches, per-object undo logs written during execution
+  kLogALatch = 3,   // pandora + one extra log WRITE (f+1 log nodes) before every latch CAS
+};
+
+std::string_view protocol_name(ProtocolMode m);
+Result<ProtocolMode> parse_protocol(std::string_view text);  // "pandora" | "ford" | "log-a-latch"
+
+// Test-only switches, each re-creating one FORD bug of seed Table 5.1 in the
+// pandora path so the litmus suite can prove it catches it. Accepted only by
+// builds that define PANDORA_BUG_SWITCHES (Debug builds, see
+// compute/CMakeLists.txt); a release binary refuses --bug.
+struct BugSwitches {
+  bool complicit_abort = false;           // abort releases every write-set latch, acquired or not
+  bool missing_insert_log = false;        // inserts are not logged
+  bool covert_latches = false;            // validation ignores latches of read objects
+  bool relaxed_latches = false;           // validation READs posted before latch CASes complete
+  bool lost_decision = false;             // record logged before validation (a logged txn can abort)
+  bool logging_without_latching = false;  // record logged concurrently with the latch CASes
+
+  bool any() const {
+    return complicit_abort || missing_insert_log || covert_latches || relaxed_latches || lost_decision ||
+           logging_without_latching;
+  }
+  std::string to_string() const;  // "complicit-abort,covert-latches" or "none"
+};
+
+// Whether this build accepts bug switches.
+constexpr bool bug_switches_available() {
+#ifdef PANDORA_BUG_SWITCHES
+  return true;
+#else
+  return false;
+#endif
+}
+
+// Parses a comma-separated list of switch names ("" or "none" = no switch).
+Result<BugSwitches> parse_bug_switches(std::string_view text);
+
+struct ComputeConfig {
+  uint64_t cluster_id = 0;
+  std::string secret;                      // the cluster secret itself (from --secret-file)
+  uint16_t compute_id = 0;                 // this node's pid, 1..65535
+  std::vector<Endpoint> memory_nodes;      // control endpoints of every memory daemon
+  Backend backend = Backend::kTcp;
+  uint32_t replicas = 1;                   // f+1
+  uint32_t threads = 1;                    // worker threads
+  uint32_t coordinators = 4;               // coroutines per worker thread
+  ProtocolMode protocol = ProtocolMode::kPandora;
+  BugSwitches bugs;
+  std::chrono::milliseconds op_timeout{5000};
+  std::chrono::milliseconds connect_timeout{5000};
+  uint32_t shards = 1024;                  // placement shards (fixed for the cluster's life)
+  uint32_t lane_bytes = 16 * 1024;         // one log lane (must hold a transaction's record)
+
+  // Every coordinator of the node, across threads. Also the coordinator
+  // field of this node's latch words, so it must fit the lane map.
+  uint32_t total_coordinators() const { return threads * coordinators; }
+
+  // kInvalidArgument with a message naming the option and what is allowed.
+  Status validate() const;
+
+  ClientIdentity identity() const;
+  ConnectOptions connect_options() const;
+};
+
+// The flag form of ComputeConfig: what OptionSet binds to.
+struct ComputeFlags {
+  std::string memory_nodes;  // "HOST:PORT,HOST:PORT"
+  uint64_t cluster_id = 0;
+  std::string secret_file;
+  uint64_t compute_id = 0;
+  std::string backend = "tcp";
+  uint64_t replicas = 1;
+  uint64_t threads = 1;
+  uint64_t coordinators = 4;
+  std::string protocol = "pandora";
+  std::string bug = "none";
+  uint64_t op_timeout_ms = 5000;
+  uint64_t shards = 1024;
+  uint64_t lane_bytes = 16 * 1024;
+
+  // Declares --memory-nodes, --cluster-id, --secret-file, --compute-id,
+  // --backend, --replicas, --threads, --coordinators, --protocol, --bug,
+  // --op-timeout-ms, --shards, --lane-bytes.
+  void declare(OptionSet& opts);
+  // Parses the lists, reads the secret file, validates.
+  Result<ComputeConfig> resolve() const;
+};
+
+}  // namespace pandora

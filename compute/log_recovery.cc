@@ -1,0 +1,189 @@
+#include "compute/log_recovery.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "common/latch.h"
+#include "common/log_record.h"
+#include "common/slot_layout.h"
+#include "compute/lane_map.h"
+#include "compute/op_batch.h"
+#include "compute/table_geometry.h"
+
+namespace pandora {
+
+namespace {
+
+Connection* live(std::span<Connection* const> conns, size_t i) { return i < conns.size() ? conns[i] : nullptr; }
+
+std::chrono::milliseconds batch_timeout(const Cluster& c) { return c.config().op_timeout * 4; }
+
+// Whether every entry of `r` names a real slot of a known table with images
+// of the table's value size.
+bool record_matches_directory(const Cluster& cluster, const LogRecord& r) {
+  const TableDirectory& d = cluster.directory();
+  for (const LogEntry& e : r.entries) {
+    const TableEntry* t = d.find(e.table_id);
+    if (!t || !is_slot_offset(*t, e.slot_offset) || e.shard >= d.shards) return false;
+    if (e.shard != cluster.placement().shard_of(e.table_id, e.key)) return false;
+    if (e.op != LogOp::kInsert && e.undo_image.size() != t->value_size) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
+                                       const Logger& logger) {
+  LogRecoveryReport report;
+  const LaneMap& lanes = cluster.lanes();
+  if (pid == 0 || pid > lanes.max_pid()) {
+    return Status(Errc::kInvalidArgument, fmt::format("pid {} has no log lanes (1..{})", pid, lanes.max_pid()));
+  }
+  const uint64_t first = LaneMap::first_lane(pid);
+  const uint32_t lane_bytes = lanes.lane_bytes();
+
+  // 1. Read every lane of the pid on each live log node.
+  std::vector<size_t> log_nodes;
+  for (size_t n : cluster.log_node_indexes(pid)) {
+    if (live(conns, n)) log_nodes.push_back(n);
+  }
+  if (log_nodes.empty()) {
+    return Status(Errc::kDisconnected, fmt::format("none of pid {}'s log nodes is reachable", pid));
+  }
+  std::vector<std::vector<uint8_t>> lane_data(log_nodes.size(),
+                                              std::vector<uint8_t>(size_t{kLanesPerCompute} * lane_bytes));
+  OpBatch batch(conns, batch_timeout(cluster));
+  for (size_t k = 0; k < log_nodes.size(); ++k) {
+    for (uint32_t l = 0; l < kLanesPerCompute; ++l) {
+      batch.read(log_nodes[k], cluster.lane_address(log_nodes[k], static_cast<uint32_t>(first + l)),
+                 lane_data[k].data() + size_t{l} * lane_bytes, lane_bytes);
+    }
+  }
+  if (Status s = batch.run(); !s) return Status(s.code(), "reading log lanes: " + s.message());
+
+  // 2. Valid records of this pid, one per (lane, lane_seq).
+  std::map<std::pair<uint32_t, uint64_t>, LogRecord> records;
+  for (size_t k = 0; k < log_nodes.size(); ++k) {
+    for (uint32_t l = 0; l < kLanesPerCompute; ++l) {
+      auto rec = decode_log_record(std::span<const uint8_t>(lane_data[k].data() + size_t{l} * lane_bytes, lane_bytes));
+      if (!rec || latch_pid(rec->txn_id) != pid) continue;
+      records.emplace(std::make_pair(l, rec->lane_seq), std::move(*rec));
+    }
+  }
+
+  // 3. Decide and repair, record by record.
+  for (auto& [where, rec] : records) {
+    ++report.records;
+    if (!record_matches_directory(cluster, rec)) {
+      ++report.skipped;
+      logger.warn("pid {} lane {}: record {} does not match the table directory; skipped", pid, where.first,
+                  where.second);
+      continue;
+    }
+    struct Probe {
+      size_t entry, node;
+      uint8_t header[sizeof(SlotHeader)];
+    };
+    std::vector<Probe> probes;
+    for (size_t e = 0; e < rec.entries.size(); ++e) {
+      for (uint16_t n : cluster.replica_indexes(rec.entries[e].shard)) {
+        if (live(conns, n)) probes.push_back(Probe{e, n, {}});
+      }
+    }
+    batch.clear();
+    for (Probe& p : probes) batch.read(p.node, rec.entries[p.entry].slot_offset, p.header, sizeof p.header);
+    if (Status s = batch.run(); !s) return Status(s.code(), "reading object versions: " + s.message());
+
+    bool complete = true;
+    for (const Probe& p : probes) complete &= SlotView(p.header).version() >= rec.entries[p.entry].old_version + 1;
+    if (complete) {
+      ++report.rolled_forward;  // every live replica already carries the new image
+    } else {
+      ++report.rolled_back;
+      std::vector<std::vector<uint8_t>> bufs;
+      bufs.reserve(probes.size());
+      batch.clear();
+      for (const Probe& p : probes) {
+        const LogEntry& e = rec.entries[p.entry];
+        if (SlotView(p.header).version() != e.old_version + 1) continue;
+        const TableEntry& t = *cluster.directory().find(e.table_id);
+        std::vector<uint8_t>& b = bufs.emplace_back();
+        if (e.op == LogOp::kInsert) {
+          b.resize(16);
+          store_u64(b.data(), e.old_version);
+          store_u64(b.data() + 8, make_slot_meta(0, t.value_size));
+        } else {
+          b.resize(16 + t.value_size);
+          store_u64(b.data(), e.old_version);
+          store_u64(b.data() + 8, make_slot_meta(kSlotOccupied, t.value_size));
+          std::memcpy(b.data() + 16, e.undo_image.data(), t.value_size);
+        }
+        batch.write(p.node, e.slot_offset + kSlotVersionOffset, b.data(), static_cast<uint32_t>(b.size()));
+        ++report.replicas_restored;
+      }
+      if (Status s = batch.run(); !s) return Status(s.code(), "rolling back: " + s.message());
+    }
+    for (const Probe& p : probes) {
+      LatchSite site{p.node, rec.entries[p.entry].slot_offset};
+      if (std::find(report.latch_sites.begin(), report.latch_sites.end(), site) == report.latch_sites.end()) {
+        report.latch_sites.push_back(site);
+      }
+    }
+    logger.info("pid {} lane {} txn {:#x}: {} ({} entries)", pid, where.first, rec.txn_id,
+                complete ? "rolled forward" : "rolled back", rec.entries.size());
+  }
+  return report;
+}
+
+Status truncate_lanes(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid) {
+  const LaneMap& lanes = cluster.lanes();
+  if (pid == 0 || pid > lanes.max_pid()) {
+    return Status(Errc::kInvalidArgument, fmt::format("pid {} has no log lanes", pid));
+  }
+  static constexpr uint8_t kZeros[sizeof(LogRecordHeader)] = {};
+  OpBatch batch(conns, batch_timeout(cluster));
+  for (size_t n : cluster.log_node_indexes(pid)) {
+    if (!live(conns, n)) continue;
+    for (uint32_t l = 0; l < kLanesPerCompute; ++l) {
+      batch.write(n, cluster.lane_address(n, static_cast<uint32_t>(LaneMap::first_lane(pid) + l)), kZeros,
+                  sizeof kZeros);
+    }
+  }
+  return batch.run();
+}
+
+Result<uint32_t> sweep_stray_latches(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
+                                     std::span<const LatchSite> sites) {
+  std::vector<uint64_t> words(sites.size(), 0);
+  OpBatch batch(conns, batch_timeout(cluster));
+  std::vector<size_t> reads(sites.size(), SIZE_MAX);
+  for (size_t i = 0; i < sites.size(); ++i) {
+    if (live(conns, sites[i].node)) {
+      reads[i] = batch.read(sites[i].node, sites[i].slot + kSlotLatchOffset, &words[i], sizeof(uint64_t));
+    }
+  }
+  if (Status s = batch.run(); !s) return s;
+  batch.clear();
+  std::vector<size_t> cas_ops;
+  for (size_t i = 0; i < sites.size(); ++i) {
+    if (reads[i] != SIZE_MAX && words[i] != kLatchFree && latch_pid(words[i]) == pid) {
+      cas_ops.push_back(batch.cas(sites[i].node, sites[i].slot + kSlotLatchOffset, words[i], kLatchFree));
+    } else {
+      words[i] = kLatchFree;
+    }
+  }
+  if (Status s = batch.run(); !s) return s;
+  uint32_t released = 0;
+  size_t k = 0;
+  for (size_t i = 0; i < sites.size(); ++i) {
+    if (words[i] == kLatchFree) continue;
+    if (batch.value(cas_ops[k++]) == words[i]) ++released;  // else stolen meanwhile: fine
+  }
+  return released;
+}
+
+}  // namespace pandora

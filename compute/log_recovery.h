@@ -1,0 +1,69 @@
+// Log recovery of a failed compute node (ARCHITECTURE.md 5, steps 3-5), run
+// by the recovery coordinator after the node was fenced everywhere, and by
+// tests directly.
+//
+//   auto report = recover_logs(cluster, conns, pid, logger);  // repair data, release nothing
+//   truncate_lanes(cluster, conns, pid);                      // then publish pid in failed-ids
+//   sweep_stray_latches(cluster, conns, pid, report->latch_sites);  // optional, after publishing
+//
+// `conns[i]` is a data connection to memory node index i of `cluster`, or
+// null for a node that is down (its replicas and log copies are skipped).
+//
+// recover_logs reads the pid's lanes (lane_map.h) on each live log node and
+// takes every valid record whose txn id names the pid (a lane holds the last
+// record of its coordinator; copies on the f+1 log nodes are deduplicated by
+// lane_seq). For each record it reads the version of every live replica of
+// every entry. If every one shows >= old+1 the transaction finished its
+// commit writes and may have been reported committed: roll forward (nothing
+// lags on live replicas then; counted). Otherwise it cannot have been
+// reported committed: roll back - every replica showing exactly old+1 gets
+// the undo image, the old version and the old occupancy back (inserts become
+// free slots again, deletes occupied again). Latch words are never written:
+// while the dead pid still holds its latches nobody else can move these
+// versions, so re-running gives the same result (idempotent). Records of the
+// `ford` protocol are not handled here (FORD recovers by a full scan).
+//
+// sweep_stray_latches, only after the pid is published in failed-ids,
+// releases the pid's latches on the objects its logs named by CAS of the
+// exact observed word; latches of unlogged transactions stay and are stolen
+// by the next transaction that meets them.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "common/logger.h"
+#include "common/status.h"
+#include "common/transport/transport.h"
+#include "compute/cluster.h"
+
+namespace pandora {
+
+// A latch word that may carry the failed pid: (node index, slot offset).
+struct LatchSite {
+  size_t node = 0;
+  uint64_t slot = 0;
+  bool operator==(const LatchSite&) const = default;
+};
+
+struct LogRecoveryReport {
+  uint32_t records = 0;            // valid records of the pid found
+  uint32_t rolled_forward = 0;
+  uint32_t rolled_back = 0;
+  uint32_t replicas_restored = 0;  // replica slots rewritten by roll-backs
+  uint32_t skipped = 0;            // records whose entries do not match the directory
+  std::vector<LatchSite> latch_sites;
+};
+
+Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
+                                       const Logger& logger);
+
+// Zeroes the record header of each of the pid's lanes on its live log nodes.
+Status truncate_lanes(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid);
+
+// Returns how many latches were released.
+Result<uint32_t> sweep_stray_latches(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
+                                     std::span<const LatchSite> sites);
+
+}  // namespace pandora

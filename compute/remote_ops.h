@@ -1,0 +1,102 @@
+// The remote-operation API of one coordinator.
+//
+// A coordinator posts READ/WRITE/CAS/FAA to memory nodes (by node index)
+// and then calls wait_all(): every connection it touched is flushed (one
+// doorbell per connection per round) and the coordinator's coroutine is
+// suspended until each of its posted operations has completed. The worker
+// thread routes completions back by wr_id = (coordinator slot << 32) | op id.
+//
+// Operations posted without a wait (a blind write's latch CAS) simply stay
+// outstanding; the next wait_all() covers them too. Op ids are valid until
+// reset(), which the transaction calls at begin() once nothing is
+// outstanding. Counters count posted operations by type, cumulatively.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "common/status.h"
+#include "common/transport/transport.h"
+
+namespace pandora {
+
+struct OpCounters {
+  uint64_t reads = 0, writes = 0, cas = 0, faa = 0;
+  uint64_t total() const { return reads + writes + cas + faa; }
+  OpCounters operator-(const OpCounters& o) const {
+    return {reads - o.reads, writes - o.writes, cas - o.cas, faa - o.faa};
+  }
+  OpCounters& operator+=(const OpCounters& o) {
+    reads += o.reads, writes += o.writes, cas += o.cas, faa += o.faa;
+    return *this;
+  }
+};
+
+// Suspends the calling coordinator until the worker resumes it (implemented
+// by the scheduler's coroutine machinery).
+class Suspender {
+ public:
+  virtual ~Suspender() = default;
+  virtual void suspend() = 0;
+};
+
+class RemoteOps {
+ public:
+  using OpId = uint32_t;
+
+  // `slot`: the coordinator's index within its worker (high half of wr_id).
+  RemoteOps(uint32_t slot, std::span<Connection* const> conns, Suspender& suspender)
+      : slot_(slot), conns_(conns), dirty_(conns.size(), false), suspender_(suspender) {}
+
+  size_t node_count() const { return conns_.size(); }
+
+  OpId read(size_t node, uint64_t remote, void* local, uint32_t len);
+  OpId write(size_t node, uint64_t remote, const void* local, uint32_t len);
+  OpId cas(size_t node, uint64_t remote, uint64_t expected, uint64_t desired);
+  OpId faa(size_t node, uint64_t remote, uint64_t add);
+
+  // Rings the doorbell of every touched connection without waiting.
+  void flush();
+  // Flushes touched connections and suspends until nothing is outstanding.
+  void wait_all();
+
+  bool done(OpId id) const { return ops_[id].done; }
+  Errc status(OpId id) const { return ops_[id].status; }
+  uint64_t value(OpId id) const { return ops_[id].value; }
+  size_t outstanding() const { return outstanding_; }
+  // First failed operation since reset() (kOk if none), with its node.
+  Errc first_error() const { return first_error_; }
+  size_t first_error_node() const { return first_error_node_; }
+
+  // Forgets all ops; only when nothing is outstanding.
+  void reset();
+
+  const OpCounters& counters() const { return counters_; }
+
+  // Called by the worker for a completion addressed to this coordinator.
+  // Returns true when this completion left nothing outstanding.
+  bool complete(const Completion& c);
+
+ private:
+  struct Op {
+    uint32_t node;
+    bool done;
+    Errc status;
+    uint64_t value;
+  };
+  OpId add(size_t node);
+  uint64_t wr_id(OpId id) const { return (uint64_t{slot_} << 32) | id; }
+
+  uint32_t slot_;
+  std::span<Connection* const> conns_;
+  std::vector<bool> dirty_;
+  Suspender& suspender_;
+  std::vector<Op> ops_;
+  size_t outstanding_ = 0;
+  Errc first_error_ = Errc::kOk;
+  size_t first_error_node_ = 0;
+  OpCounters counters_;
+};
+
+}  // namespace pandora

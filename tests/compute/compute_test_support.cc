@@ -1,0 +1,166 @@
+#include "tests/compute/compute_test_support.h"
+
+#include <cstring>
+#include <new>
+
+#include <gtest/gtest.h>
+
+#include "common/slot_layout.h"
+#include "compute/loader.h"
+#include "compute/op_batch.h"
+#include "compute/table_geometry.h"
+
+namespace pandora::testing {
+
+MemdCluster::MemdCluster(size_t nodes, std::string size, std::string log_size) {
+  for (size_t i = 0; i < nodes; ++i) {
+    MemdOptions o;
+    o.node_id = static_cast<uint32_t>(i + 1);
+    o.size = size;
+    o.log_size = log_size;
+    auto m = std::make_unique<MemdProcess>(dir_.path(), o);
+    if (!m->start()) {
+      error_ = "memd " + std::to_string(i + 1) + ": " + m->last_error() + "\n" + m->stderr_text();
+      return;
+    }
+    memds_.push_back(std::move(m));
+  }
+}
+
+ComputeConfig MemdCluster::config(uint16_t pid, Backend backend, uint32_t replicas, ProtocolMode mode) const {
+  ComputeConfig c;
+  ClientIdentity id = memds_[0]->identity(pid);
+  c.cluster_id = id.cluster_id;
+  c.secret = id.secret;
+  c.compute_id = pid;
+  for (const auto& m : memds_) c.memory_nodes.push_back(m->endpoint());
+  c.backend = backend;
+  c.replicas = replicas;
+  c.threads = 1;
+  c.coordinators = 4;
+  c.protocol = mode;
+  c.shards = 64;
+  c.lane_bytes = kTestLaneBytes;
+  return c;
+}
+
+Logger test_logger() { return Logger("test", LogLevel::kWarn); }
+
+std::unique_ptr<Cluster> connect_cluster(const ComputeConfig& cfg, const std::vector<TableSpec>& specs) {
+  auto c = Cluster::connect(cfg, test_logger());
+  if (!c) {
+    ADD_FAILURE() << c.status().to_string();
+    return nullptr;
+  }
+  if (!specs.empty()) {
+    Status s = create_tables(**c, specs);
+    if (!s) {
+      ADD_FAILURE() << s.to_string();
+      return nullptr;
+    }
+  }
+  return std::move(*c);
+}
+
+RawSlot raw_find(Cluster& cluster, uint32_t table, uint64_t key, size_t replica) {
+  RawSlot out;
+  const TableEntry& t = *cluster.directory().find(table);
+  const size_t node = cluster.replica_indexes(cluster.placement().shard_of(table, key))[replica];
+  const uint64_t home = home_bucket(t, key);
+  std::vector<uint8_t> buf(t.slot_bytes);
+  OpBatch b(cluster.bootstrap_connections(), std::chrono::seconds(10));
+  for (uint32_t step = 0; step < t.max_probe; ++step) {
+    for (uint32_t s = 0; s < t.slots_per_bucket; ++s) {
+      const uint64_t off = slot_offset(t, path_bucket(t, home, step), s);
+      b.clear();
+      b.read(node, off, buf.data(), static_cast<uint32_t>(t.slot_bytes));
+      EXPECT_TRUE(b.run());
+      SlotView v(buf.data());
+      if (v.occupied() && v.key() == key) {
+        out.found = true;
+        out.offset = off;
+        out.latch = v.latch();
+        out.version = v.version();
+        out.value.assign(v.value(), v.value() + t.value_size);
+        return out;
+      }
+    }
+  }
+  return out;
+}
+
+uint64_t raw_latch(Cluster& cluster, size_t node, uint64_t slot) {
+  uint64_t w = 0;
+  OpBatch b(cluster.bootstrap_connections(), std::chrono::seconds(10));
+  b.read(node, slot + kSlotLatchOffset, &w, sizeof w);
+  EXPECT_TRUE(b.run());
+  return w;
+}
+
+uint64_t raw_cas_latch(Cluster& cluster, size_t node, uint64_t slot, uint64_t expected, uint64_t desired) {
+  OpBatch b(cluster.bootstrap_connections(), std::chrono::seconds(10));
+  size_t op = b.cas(node, slot + kSlotLatchOffset, expected, desired);
+  EXPECT_TRUE(b.run());
+  return b.value(op);
+}
+
+std::vector<HeldLatch> scan_latches(Cluster& cluster) {
+  std::vector<HeldLatch> out;
+  OpBatch b(cluster.bootstrap_connections(), std::chrono::seconds(30));
+  for (const TableEntry& t : cluster.directory().tables) {
+    const uint64_t bytes = t.bucket_count * bucket_bytes(t);
+    for (size_t n = 0; n < cluster.node_count(); ++n) {
+      std::vector<uint8_t> area(bytes);
+      for (uint64_t at = 0; at < bytes; at += (1 << 20)) {
+        b.read(n, t.offset + at, area.data() + at, static_cast<uint32_t>(std::min<uint64_t>(1 << 20, bytes - at)));
+      }
+      EXPECT_TRUE(b.run());
+      b.clear();
+      for (uint64_t off = 0; off < bytes; off += t.slot_bytes) {
+        SlotView v(area.data() + off);
+        if (v.latch() != 0) out.push_back(HeldLatch{n, t.offset + off, v.latch()});
+      }
+    }
+  }
+  return out;
+}
+
+size_t count_rows(Cluster& cluster, size_t node, uint32_t table, uint64_t key) {
+  const TableEntry& t = *cluster.directory().find(table);
+  const uint64_t bytes = t.bucket_count * bucket_bytes(t);
+  std::vector<uint8_t> area(bytes);
+  OpBatch b(cluster.bootstrap_connections(), std::chrono::seconds(30));
+  for (uint64_t at = 0; at < bytes; at += (1 << 20)) {
+    b.read(node, t.offset + at, area.data() + at, static_cast<uint32_t>(std::min<uint64_t>(1 << 20, bytes - at)));
+  }
+  EXPECT_TRUE(b.run());
+  size_t n = 0;
+  for (uint64_t off = 0; off < bytes; off += t.slot_bytes) {
+    SlotView v(area.data() + off);
+    n += v.occupied() && v.key() == key;
+  }
+  return n;
+}
+
+int64_t as_i64(std::span<const uint8_t> v) {
+  int64_t x;
+  std::memcpy(&x, v.data(), sizeof x);
+  return x;
+}
+
+std::vector<uint8_t> i64_value(int64_t x, size_t size) {
+  std::vector<uint8_t> v(size, 0);
+  std::memcpy(v.data(), &x, sizeof x);
+  return v;
+}
+
+SharedCounters::SharedCounters(size_t n) : n_(n) {
+  void* p = mmap(nullptr, n * sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  words_ = static_cast<std::atomic<uint64_t>*>(p);
+  for (size_t i = 0; i < n; ++i) new (&words_[i]) std::atomic<uint64_t>(0);
+}
+
+SharedCounters::~SharedCounters() { munmap(words_, n_ * sizeof(uint64_t)); }
+
+}  // namespace pandora::testing

@@ -1,0 +1,162 @@
+// Unit tests that need no daemon: configuration, lane map, latch encoding,
+// coroutine stacks under the sanitizers.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <fstream>
+#include <stdexcept>
+
+#include "common/latch.h"
+#include "compute/compute_config.h"
+#include "compute/coroutine.h"
+#include "compute/lane_map.h"
+#include "compute/txn_engine.h"
+#include "tests/support/memd_process.h"
+
+namespace pandora {
+namespace {
+
+ComputeConfig good_config() {
+  ComputeConfig c;
+  c.cluster_id = 7;
+  c.secret = "s";
+  c.compute_id = 3;
+  c.memory_nodes = {Endpoint{"127.0.0.1", 7000}, Endpoint{"127.0.0.1", 7001}};
+  c.replicas = 2;
+  return c;
+}
+
+TEST(ComputeConfig, ValidatesEveryField) {
+  EXPECT_TRUE(good_config().validate()) << good_config().validate().to_string();
+  auto expect_bad = [](ComputeConfig c, std::string_view needle) {
+    Status s = c.validate();
+    EXPECT_EQ(s.code(), Errc::kInvalidArgument);
+    EXPECT_NE(s.message().find(needle), std::string::npos) << s.message();
+  };
+  { auto c = good_config(); c.cluster_id = 0; expect_bad(c, "--cluster-id"); }
+  { auto c = good_config(); c.compute_id = 0; expect_bad(c, "--compute-id"); }
+  { auto c = good_config(); c.replicas = 3; expect_bad(c, "--replicas"); }
+  { auto c = good_config(); c.memory_nodes.push_back(c.memory_nodes[0]); expect_bad(c, "twice"); }
+  { auto c = good_config(); c.threads = 8; c.coordinators = 16; expect_bad(c, "log lanes"); }
+  { auto c = good_config(); c.lane_bytes = 1000; expect_bad(c, "--lane-bytes"); }
+  { auto c = good_config(); c.memory_nodes.clear(); expect_bad(c, "--memory-nodes"); }
+  {
+    auto c = good_config();
+    c.bugs.covert_latches = true;
+    c.protocol = ProtocolMode::kFord;
+    expect_bad(c, bug_switches_available() ? "pandora only" : "PANDORA_BUG_SWITCHES");
+  }
+}
+
+TEST(ComputeConfig, ParsesProtocolsAndBugSwitches) {
+  EXPECT_EQ(parse_protocol("log-a-latch").value(), ProtocolMode::kLogALatch);
+  EXPECT_FALSE(parse_protocol("2pc"));
+  auto b = parse_bug_switches("covert-latches, lost-decision");
+  ASSERT_TRUE(b);
+  EXPECT_TRUE(b->covert_latches && b->lost_decision && !b->complicit_abort);
+  EXPECT_EQ(b->to_string(), "covert-latches,lost-decision");
+  EXPECT_FALSE(parse_bug_switches("none")->any());
+  auto bad = parse_bug_switches("covert-latch");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.status().message().find("logging-without-latching"), std::string::npos);
+}
+
+TEST(ComputeConfig, FlagsResolveThroughOptionSet) {
+  testing::TempDir dir;
+  const std::string secret = dir.path() + "/secret";
+  std::ofstream(secret) << "hunter2\n";
+  ComputeFlags flags;
+  OptionSet opts("test", "test");
+  flags.declare(opts);
+  const std::string nodes = "127.0.0.1:7000,127.0.0.1:7001";
+  const char* argv[] = {"test", "--memory-nodes", nodes.c_str(), "--cluster-id", "9", "--secret-file",
+                        secret.c_str(), "--compute-id", "4", "--backend", "shm", "--replicas", "2",
+                        "--protocol", "ford", "--threads", "2", "--coordinators", "8"};
+  std::string msg;
+  ASSERT_EQ(opts.parse(std::size(argv), argv, &msg), OptionSet::Outcome::kRun) << msg;
+  auto cfg = flags.resolve();
+  ASSERT_TRUE(cfg) << cfg.status().to_string();
+  EXPECT_EQ(cfg->secret, "hunter2");
+  EXPECT_EQ(cfg->memory_nodes.size(), 2u);
+  EXPECT_EQ(cfg->backend, Backend::kShm);
+  EXPECT_EQ(cfg->protocol, ProtocolMode::kFord);
+  EXPECT_EQ(cfg->total_coordinators(), 16u);
+}
+
+TEST(LaneMap, MapsPidAndCoordinatorAndRefusesWhatDoesNotFit) {
+  LaneMap m(4096, 256);  // 4 compute slots
+  EXPECT_EQ(m.max_pid(), 4u);
+  EXPECT_EQ(m.lane_index(1, 0).value(), 0u);
+  EXPECT_EQ(m.lane_index(2, 5).value(), kLanesPerCompute + 5);
+  EXPECT_EQ(m.lane_index(4, kLanesPerCompute - 1).value(), 4 * kLanesPerCompute - 1);
+  EXPECT_EQ(m.lane_offset(1 << 20, 3), (1u << 20) + 3 * 4096);
+  auto far = m.lane_index(5, 0);
+  ASSERT_FALSE(far);
+  EXPECT_NE(far.status().message().find("--log-size"), std::string::npos) << far.status().message();
+  EXPECT_FALSE(m.lane_index(1, kLanesPerCompute));
+  EXPECT_FALSE(m.lane_index(0, 0));
+  EXPECT_TRUE(m.check_fits(4, 16));
+  EXPECT_FALSE(m.check_fits(5, 16));
+  EXPECT_FALSE(m.check_fits(1, kLanesPerCompute + 1));
+}
+
+TEST(Latch, EngineWordsCarryOwnerAndFordWordsDoNot) {
+  const uint64_t w = encode_latch({9, 3, 77});
+  EXPECT_EQ(latch_pid(w), 9);
+  EXPECT_EQ(decode_latch(w).coordinator, 3);
+  EXPECT_EQ(decode_latch(w).seq, 77u);
+  EXPECT_NE(kFordLatch, kLatchFree);
+  EXPECT_EQ(latch_pid(kFordLatch), 0);  // owner-less: never matches a failed pid
+}
+
+// Coroutine stacks switched under ASan: exceptions thrown and caught inside
+// a coroutine, deep frames, an exception escaping the body, and unwinding a
+// suspended coroutine must not produce reports (compute/coroutine.h).
+int deep(int n) {
+  volatile char pad[512];
+  pad[0] = static_cast<char>(n);
+  return n == 0 ? pad[0] : deep(n - 1) + 1;
+}
+
+TEST(Coroutines, StackSwitchingIsCleanUnderSanitizers) {
+  int steps = 0;
+  bool unwound = false;
+  {
+    struct Flag {
+      bool* f;
+      ~Flag() { *f = true; }
+    };
+    Coroutine co(256 * 1024, [&](Coroutine& self) {
+      Flag flag{&unwound};
+      for (int i = 0; i < 3; ++i) {
+        try {
+          throw std::runtime_error("inside");
+        } catch (const std::exception&) {
+          ++steps;
+        }
+        EXPECT_EQ(deep(100), 100);
+        self.suspend();
+      }
+      self.suspend();  // left suspended: destroying `co` unwinds this stack
+    });
+    while (steps < 3) co.resume();
+    co.resume();
+    EXPECT_FALSE(co.finished());
+  }
+  EXPECT_EQ(steps, 3);
+  EXPECT_TRUE(unwound);
+  // An exception escaping the body reaches the resumer.
+  Coroutine bad(256 * 1024, [](Coroutine& self) {
+    self.suspend();
+    throw std::runtime_error("escaped");
+  });
+  bad.resume();
+  EXPECT_THROW(bad.resume(), std::runtime_error);
+  EXPECT_TRUE(bad.finished());
+  // Throwing on the main stack afterwards is still fine.
+  EXPECT_THROW(throw std::runtime_error("main"), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace pandora

@@ -1,0 +1,253 @@
+// Compute-node crash without a failure detector: a child compute process
+// running transfers is killed with SIGKILL mid-run; the test then fences its
+// pid on every memory node, runs log recovery directly against memory,
+// truncates its lanes, publishes the pid in the survivor's failed-ids and
+// checks: money conserved and replicas identical; the post-publish sweep
+// leaves no latch of the dead pid on an object its logs name; the next
+// transactions steal whatever stray latches remain instead of aborting
+// forever. Several rounds (a new pid each), both backends.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <thread>
+
+#include "common/latch.h"
+#include "common/log_record.h"
+#include "common/slot_layout.h"
+#include "compute/blocking_client.h"
+#include "compute/loader.h"
+#include "compute/log_recovery.h"
+#include "compute/op_batch.h"
+#include "compute/scheduler.h"
+#include "compute/table_geometry.h"
+#include "tests/compute/compute_test_support.h"
+#include "tests/transport/child_process.h"
+
+namespace pandora::testing {
+namespace {
+
+constexpr uint32_t kAccounts = 1;
+constexpr uint64_t kRows = 16;  // few rows: many conflicts, latches likely held at the kill
+constexpr int64_t kStart = 1000;
+
+class CrashTest : public ::testing::TestWithParam<Backend> {};
+
+int64_t audit(Cluster& c) {
+  int64_t total = 0;
+  for (uint64_t k = 0; k < kRows; ++k) {
+    RawSlot p = raw_find(c, kAccounts, k), b = raw_find(c, kAccounts, k, 1);
+    EXPECT_TRUE(p.found && b.found);
+    EXPECT_EQ(p.version, b.version) << "key " << k;
+    EXPECT_EQ(p.value, b.value) << "key " << k;
+    total += as_i64(p.value);
+  }
+  return total;
+}
+
+TEST_P(CrashTest, KilledComputeNodeIsRecoveredFromItsLogsAndItsLatchesAreStolen) {
+  MemdCluster memds(3);
+  ASSERT_TRUE(memds.ok()) << memds.error();
+  auto cluster = connect_cluster(memds.config(1, GetParam(), 2), {{kAccounts, "accounts", 8, kRows}});
+  ASSERT_TRUE(cluster);
+  {
+    TableLoader loader(*cluster);
+    for (uint64_t k = 0; k < kRows; ++k) ASSERT_TRUE(loader.add(kAccounts, k, i64_value(kStart)));
+    ASSERT_TRUE(loader.finish());
+  }
+  auto survivor = BlockingClient::create(*cluster, 0);
+  ASSERT_TRUE(survivor);
+
+  uint32_t rolled_back = 0, rolled_forward = 0, swept = 0;
+  for (uint16_t dead = 2; dead <= 4; ++dead) {
+    SharedCounters progress;
+    ComputeConfig config = memds.config(dead, GetParam(), 2);
+    config.coordinators = 4;
+    ChildProcess child = ChildProcess::run([config, &progress] {
+      auto c = Cluster::connect(config, test_logger());
+      if (!c || !(*c)->load_directory()) return 2;
+      auto sched = Scheduler::create(**c);
+      if (!sched) return 3;
+      (*sched)->run([&](Coordinator& co) {
+        std::mt19937_64 rng(co.id() + 1);
+        for (;;) {  // until killed
+          Txn& t = co.txn();
+          t.begin();
+          const uint64_t a = rng() % kRows, b = (a + 1 + rng() % (kRows - 1)) % kRows;
+          auto va = t.update(kAccounts, a);
+          auto vb = va ? t.update(kAccounts, b) : va;
+          if (va && vb) {
+            const int64_t x = as_i64(*va) - 7, y = as_i64(*vb) + 7;
+            std::memcpy((*va).data(), &x, 8);
+            std::memcpy((*vb).data(), &y, 8);
+            if (t.commit().committed) progress[0].fetch_add(1);
+          } else {
+            t.abort();
+          }
+        }
+      });
+      return 0;
+    });
+    ASSERT_GT(child.pid(), 0);
+    // Bounded wait for the child to be well into its run, then kill -9.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (progress[0].load() < 300 && std::chrono::steady_clock::now() < deadline && !child.try_wait()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    ASSERT_GE(progress[0].load(), 300u) << "child made no progress";
+    child.kill_and_reap();
+
+    // Active-link termination first: nothing the dead pid sent may land later.
+    for (size_t i = 0; i < memds.size(); ++i) {
+      auto admin = ControlClient::connect(memds.memd(i).endpoint(), memds.memd(i).identity(0), std::chrono::seconds(5));
+      ASSERT_TRUE(admin) << admin.status().to_string();
+      ASSERT_TRUE((*admin)->fence(dead));
+    }
+    const auto conns = cluster->bootstrap_connections();
+    auto report = recover_logs(*cluster, conns, dead, test_logger());
+    ASSERT_TRUE(report) << report.status().to_string();
+    EXPECT_GT(report->records, 0u);
+    // Idempotent: a second run (a new recovery leader) changes nothing.
+    auto again = recover_logs(*cluster, conns, dead, test_logger());
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->replicas_restored, 0u);
+    rolled_back += report->rolled_back;
+    rolled_forward += report->rolled_forward;
+    ASSERT_TRUE(truncate_lanes(*cluster, conns, dead));
+    EXPECT_EQ(recover_logs(*cluster, conns, dead, test_logger())->records, 0u);
+
+    EXPECT_EQ(audit(*cluster), int64_t{kRows} * kStart) << "after recovering pid " << dead;
+
+    cluster->failed_ids().add(dead);  // publish
+    auto released = sweep_stray_latches(*cluster, conns, dead, report->latch_sites);
+    ASSERT_TRUE(released) << released.status().to_string();
+    swept += *released;
+    for (const LatchSite& s : report->latch_sites) {
+      EXPECT_NE(latch_pid(raw_latch(*cluster, s.node, s.slot)), dead) << "latch of pid " << dead << " left";
+    }
+    // Every account is still usable: stray latches of unlogged transactions
+    // are stolen, never waited for.
+    for (uint64_t k = 0; k < kRows; ++k) {
+      auto o = survivor.value()->transact([&](Txn& t) {
+        auto v = t.update(kAccounts, k);
+        return v.reason();
+      });
+      EXPECT_TRUE(o.committed) << "key " << k << ": " << abort_reason_name(o.reason);
+    }
+    for (const HeldLatch& h : scan_latches(*cluster)) {
+      ADD_FAILURE() << "latch " << std::hex << h.word << " left at " << h.slot;
+    }
+    EXPECT_EQ(audit(*cluster), int64_t{kRows} * kStart);
+  }
+  fprintf(stderr, "recovery: %u rolled back, %u rolled forward, %u latches swept\n", rolled_back, rolled_forward,
+          swept);
+}
+
+// Deterministic decisions: a record whose commit writes reached only some
+// replicas is rolled back (exactly the replicas showing old+1 are restored),
+// a record whose writes reached every replica is rolled forward, a torn
+// record is ignored; latches are never touched until the post-publish sweep.
+TEST_P(CrashTest, RecoveryRollsBackPartialCommitsAndForwardCompleteOnes) {
+  MemdCluster memds(3);
+  ASSERT_TRUE(memds.ok()) << memds.error();
+  auto c = connect_cluster(memds.config(1, GetParam(), 2), {{kAccounts, "accounts", 8, kRows}});
+  ASSERT_TRUE(c);
+  {
+    TableLoader loader(*c);
+    for (uint64_t k = 0; k < kRows; ++k) ASSERT_TRUE(loader.add(kAccounts, k, i64_value(kStart)));
+    ASSERT_TRUE(loader.finish());
+  }
+  const uint16_t dead = 5;
+  const auto conns = c->bootstrap_connections();
+  OpBatch b(conns, std::chrono::seconds(5));
+  // Stages txn (dead, coordinator, 1) moving 10 from key a to key b; its
+  // commit writes reach `applied(key, replica)`.
+  auto stage = [&](uint16_t coordinator, uint64_t a, uint64_t bk, const std::function<bool(uint64_t, size_t)>& applied) {
+    LogRecord rec;
+    rec.txn_id = encode_latch({dead, coordinator, 1});
+    rec.lane_seq = 1;
+    std::vector<std::vector<uint8_t>> bufs;
+    bufs.reserve(8);
+    // Raw reads/CASes first: they run their own batches on the same
+    // connections, so nothing of `b` may be queued meanwhile.
+    for (uint64_t key : {a, bk}) {
+      RawSlot s = raw_find(*c, kAccounts, key);
+      LogEntry& e = rec.entries.emplace_back();
+      e.table_id = kAccounts;
+      e.key = key;
+      e.slot_offset = s.offset;
+      e.shard = c->placement().shard_of(kAccounts, key);
+      e.old_version = s.version;
+      e.undo_image = s.value;
+      e.new_image = i64_value(as_i64(s.value) + (key == a ? -10 : 10));
+      EXPECT_EQ(raw_cas_latch(*c, c->replica_indexes(e.shard)[0], s.offset, 0, rec.txn_id), 0u);
+    }
+    for (const LogEntry& e : rec.entries) {
+      const auto reps = c->replica_indexes(e.shard);
+      for (size_t r = 0; r < reps.size(); ++r) {
+        if (!applied(e.key, r)) continue;
+        auto& buf = bufs.emplace_back(16 + 8);
+        store_u64(buf.data(), e.old_version + 1);
+        store_u64(buf.data() + 8, make_slot_meta(kSlotOccupied, 8));
+        std::memcpy(buf.data() + 16, e.new_image.data(), 8);
+        b.write(reps[r], e.slot_offset + kSlotVersionOffset, buf.data(), static_cast<uint32_t>(buf.size()));
+      }
+    }
+    std::string enc;
+    encode_log_record(rec, enc);
+    for (size_t n : c->log_node_indexes(dead)) {
+      b.write(n, c->lane_address(n, c->lanes().lane_index(dead, coordinator).value()), enc.data(),
+              static_cast<uint32_t>(enc.size()));
+    }
+    ASSERT_TRUE(b.run());
+    b.clear();
+  };
+  // Coordinator 0: partial (key 1 on both replicas, key 2 on its primary only).
+  stage(0, 1, 2, [](uint64_t key, size_t r) { return key == 1 || r == 0; });
+  // Coordinator 1: complete on every replica.
+  stage(1, 3, 4, [](uint64_t, size_t) { return true; });
+  // Coordinator 2: a torn record (one byte of the lane flipped after writing).
+  stage(2, 5, 6, [](uint64_t, size_t) { return false; });
+  const uint8_t junk = 0xff;  // must outlive b.run()
+  for (size_t n : c->log_node_indexes(dead)) {
+    b.write(n, c->lane_address(n, c->lanes().lane_index(dead, 2).value()) + 40, &junk, 1);
+  }
+  ASSERT_TRUE(b.run());
+
+  auto report = recover_logs(*c, conns, dead, test_logger());
+  ASSERT_TRUE(report) << report.status().to_string();
+  EXPECT_EQ(report->records, 2u);  // the torn one is not a record
+  EXPECT_EQ(report->rolled_back, 1u);
+  EXPECT_EQ(report->rolled_forward, 1u);
+  EXPECT_EQ(report->replicas_restored, 3u);
+  EXPECT_EQ(as_i64(raw_find(*c, kAccounts, 1).value), kStart);
+  EXPECT_EQ(as_i64(raw_find(*c, kAccounts, 2).value), kStart);
+  EXPECT_EQ(as_i64(raw_find(*c, kAccounts, 3).value), kStart - 10);
+  EXPECT_EQ(as_i64(raw_find(*c, kAccounts, 4).value), kStart + 10);
+  EXPECT_EQ(audit(*c), int64_t{kRows} * kStart);
+  // Nothing released, and a re-run is a no-op.
+  for (uint64_t k = 1; k <= 6; ++k) EXPECT_EQ(latch_pid(raw_find(*c, kAccounts, k).latch), dead) << k;
+  auto again = recover_logs(*c, conns, dead, test_logger());
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->replicas_restored, 0u);
+  EXPECT_EQ(audit(*c), int64_t{kRows} * kStart);
+  // Truncate, publish, sweep: the logged objects are unlatched; keys 5 and 6
+  // (torn record = unlogged) keep their stray latches until stolen.
+  ASSERT_TRUE(truncate_lanes(*c, conns, dead));
+  c->failed_ids().add(dead);
+  auto released = sweep_stray_latches(*c, conns, dead, report->latch_sites);
+  ASSERT_TRUE(released);
+  EXPECT_EQ(*released, 4u);
+  for (uint64_t k = 1; k <= 4; ++k) EXPECT_EQ(raw_find(*c, kAccounts, k).latch, 0u) << k;
+  EXPECT_EQ(latch_pid(raw_find(*c, kAccounts, 5).latch), dead);
+  auto cl = BlockingClient::create(*c, 0);
+  ASSERT_TRUE(cl);
+  auto o = cl.value()->transact([&](Txn& t) { return t.update(kAccounts, 5).reason(); });
+  EXPECT_TRUE(o.committed) << abort_reason_name(o.reason);
+  EXPECT_EQ(raw_find(*c, kAccounts, 5).latch, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, CrashTest, ::testing::Values(Backend::kShm, Backend::kTcp),
+                         [](const auto& info) { return std::string(backend_name(info.param)); });
+
+}  // namespace
+}  // namespace pandora::testing
