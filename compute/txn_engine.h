@@ -33,10 +33,11 @@
 //    deletes, with undo images and old versions), ONE WRITE to each of the
 //    f+1 log nodes of this pid into this coordinator's lane (lane_map.h);
 //    wait for all.
-//  * Commit: version+1, meta and value (plus the key for inserts) to every
-//    replica of every written object, starting at the version field so the
-//    latch word is never overwritten; wait; report committed; then release
-//    own latches by WRITE 0 (only the owner ever writes its latch).
+//  * Commit: to every replica of every written object, as ordered WRITEs on
+//    one connection: the key (inserts only), the value, then version+1 and
+//    meta last, so a reader that sees the new version sees the whole new
+//    value; the latch word is never overwritten. Wait; report committed;
+//    then release own latches by WRITE 0 (only the owner writes its latch).
 //  * Abort releases exactly the latches this transaction acquired.
 //
 // Mode `ford`: latches carry no owner: every latch is kFordLatch (pid 0), so
