@@ -16,29 +16,10 @@
 #include "compute/cluster.h"
 #include "compute/compute_config.h"
 #include "compute/txn.h"
+#include "tests/support/memd_cluster.h"
 #include "tests/support/memd_process.h"
 
 namespace pandora::testing {
-
-inline constexpr uint32_t kTestLaneBytes = 4096;  // 64 lanes x 4 KiB per pid
-
-class MemdCluster {
- public:
-  // Starts `nodes` daemons (ids 1..nodes) in one temp dir.
-  explicit MemdCluster(size_t nodes, std::string size = "16M", std::string log_size = "2M");
-  bool ok() const { return error_.empty(); }
-  const std::string& error() const { return error_; }
-
-  ComputeConfig config(uint16_t pid, Backend backend, uint32_t replicas,
-                       ProtocolMode mode = ProtocolMode::kPandora) const;
-  MemdProcess& memd(size_t i) { return *memds_[i]; }
-  size_t size() const { return memds_.size(); }
-
- private:
-  TempDir dir_;
-  std::vector<std::unique_ptr<MemdProcess>> memds_;
-  std::string error_;
-};
 
 // A quiet logger for tests (warnings and errors only).
 Logger test_logger();

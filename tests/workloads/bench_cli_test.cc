@@ -1,0 +1,154 @@
+// pandora-bench as a user runs it: --help, bad flags (exit 2 naming the
+// flag), and short end-to-end runs against two real daemons.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/workloads/workload_test_support.h"
+
+namespace pandora::testing {
+namespace {
+
+const char* bench_binary() { return PANDORA_BENCH_PATH; }
+
+int bench(std::vector<std::string> args, std::string* out, int timeout_s = 120) {
+  args.insert(args.begin(), bench_binary());
+  return run_command(args, out, timeout_s);
+}
+
+TEST(BenchCli, HelpExitsZero) {
+  std::string out;
+  ASSERT_EQ(bench({"--help"}, &out), 0) << out;
+  EXPECT_NE(out.find("Usage: pandora-bench"), std::string::npos) << out;
+  for (const char* flag : {"--workload", "--load", "--seconds", "--warmup-seconds", "--report", "--timeline-ms",
+                           "--write-ratio", "--zipf-theta", "--accounts", "--hot-fraction", "--protocol",
+                           "--memory-nodes", "--threads", "--coordinators"}) {
+    EXPECT_NE(out.find(flag), std::string::npos) << flag;
+  }
+}
+
+class BenchCliErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    secret_ = dir_.path() + "/secret";
+    std::ofstream(secret_) << "test-secret\n";
+  }
+  // Required flags (never reached: every case fails before connecting).
+  std::vector<std::string> base() const {
+    return {"--memory-nodes", "127.0.0.1:9", "--cluster-id", "7", "--secret-file", secret_, "--compute-id", "1"};
+  }
+  void expect_usage_error(std::vector<std::string> extra, const std::string& needle) {
+    std::vector<std::string> args = base();
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::string out;
+    EXPECT_EQ(bench(args, &out, 30), 2) << out;
+    EXPECT_NE(out.find(needle), std::string::npos) << "expected '" << needle << "' in: " << out;
+  }
+  TempDir dir_;
+  std::string secret_;
+};
+
+TEST_F(BenchCliErrors, BadFlagsExitTwoNamingTheFlag) {
+  expect_usage_error({"--bogus", "1"}, "--bogus");
+  expect_usage_error({"--workload", "tpcc"}, "--workload");
+  expect_usage_error({"--seconds", "soon"}, "--seconds");
+  expect_usage_error({"--threads", "0"}, "--threads");
+  expect_usage_error({"--protocol", "2pc"}, "--protocol");
+  expect_usage_error({"--write-ratio", "1.5"}, "--write-ratio");
+  expect_usage_error({"--write-ratio", "half"}, "--write-ratio");
+  expect_usage_error({"--skew", "pareto"}, "--skew");
+  expect_usage_error({"--skew", "zipf", "--zipf-theta", "1"}, "--zipf-theta");
+  expect_usage_error({"--zipf-theta", "0.5"}, "--zipf-theta");          // without --skew zipf
+  expect_usage_error({"--accounts", "50"}, "--accounts");               // smallbank flag on micro
+  expect_usage_error({"--workload", "smallbank", "--keys", "5"}, "--keys");
+  expect_usage_error({"--workload", "smallbank", "--hot-fraction", "-1"}, "--hot-fraction");
+  expect_usage_error({"--value-size", "4"}, "--value-size");
+  expect_usage_error({"--replace"}, "--replace");
+  expect_usage_error({"--load", "--load-workloads", "micro,tatp"}, "--load-workloads");
+  expect_usage_error({"--timeline-ms", "0"}, "--timeline-ms");
+}
+
+TEST_F(BenchCliErrors, MissingRequiredAndUnreadableSecret) {
+  std::string out;
+  EXPECT_EQ(bench({"--seconds", "1"}, &out, 30), 2) << out;
+  EXPECT_NE(out.find("--memory-nodes"), std::string::npos) << out;
+  EXPECT_EQ(bench({"--memory-nodes", "127.0.0.1:9", "--cluster-id", "7", "--secret-file", dir_.path() + "/nope",
+                   "--compute-id", "1"},
+                  &out, 30),
+            2)
+      << out;
+  EXPECT_NE(out.find("secret"), std::string::npos) << out;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+TEST(BenchEndToEnd, LoadRunAndCheckAgainstTwoDaemons) {
+  MemdCluster d(2, "32M", "2M");
+  ASSERT_TRUE(d.ok()) << d.error();
+  const std::vector<std::string> common = {
+      "--memory-nodes", d.endpoints(),
+      "--cluster-id",   std::to_string(d.memd(0).options().cluster_id),
+      "--secret-file",  d.memd(0).secret_path(),
+      "--compute-id",   "3",
+      "--lane-bytes",   "4K",
+      "--coordinators", "4",
+      "--keys",         "5000",
+      "--accounts",     "3000"};
+  TempDir out_dir;
+  const std::string report = out_dir.path() + "/report.json";
+
+  // One load for both workloads, then a 2 s micro run on tcp.
+  std::vector<std::string> args = common;
+  for (const char* a : {"--load", "--load-workloads", "micro,smallbank", "--workload", "micro", "--seconds", "2",
+                        "--warmup-seconds", "0", "--backend", "tcp", "--write-ratio", "1"}) {
+    args.push_back(a);
+  }
+  args.push_back("--report");
+  args.push_back(report);
+  std::string out;
+  ASSERT_EQ(bench(args, &out), 0) << out;
+  EXPECT_NE(out.find("loaded 11000 rows"), std::string::npos) << out;
+  EXPECT_NE(out.find("throughput: "), std::string::npos) << out;
+  EXPECT_NE(out.find("commits/s"), std::string::npos) << out;
+  EXPECT_NE(out.find("check passed"), std::string::npos) << out;
+  EXPECT_NE(out.find("remote ops per committed transaction"), std::string::npos) << out;
+  const std::string json = read_file(report);
+  EXPECT_NE(json.find("\"commits_per_second\": "), std::string::npos) << json;
+  EXPECT_NE(json.find("\"passed\": true"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"p999\": "), std::string::npos) << json;
+
+  // Attach to the same load: SmallBank on shm, ford protocol.
+  args = common;
+  for (const char* a : {"--workload", "smallbank", "--seconds", "2", "--warmup-seconds", "0", "--backend", "shm",
+                        "--protocol", "ford"}) {
+    args.push_back(a);
+  }
+  // --keys belongs to micro, which this run does not touch.
+  args.erase(std::find(args.begin(), args.end(), "--keys"), std::find(args.begin(), args.end(), "--keys") + 2);
+  ASSERT_EQ(bench(args, &out), 0) << out;
+  EXPECT_NE(out.find("throughput: "), std::string::npos) << out;
+  EXPECT_NE(out.find("check passed: total money"), std::string::npos) << out;
+
+  // Attaching with a different account count is refused with a reason.
+  std::replace(args.begin(), args.end(), std::string("3000"), std::string("4000"));
+  EXPECT_EQ(bench(args, &out), 1) << out;
+  EXPECT_NE(out.find("loaded with 3000 rows"), std::string::npos) << out;
+
+  // Loading again over existing tables needs --replace.
+  args = common;
+  for (const char* a : {"--load", "--load-workloads", "micro,smallbank", "--seconds", "0"}) args.push_back(a);
+  EXPECT_EQ(bench(args, &out), 1) << out;
+  EXPECT_NE(out.find("already carry tables"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace pandora::testing

@@ -1,0 +1,177 @@
+#include "workloads/bench/bench_app.h"
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "compute/blocking_client.h"
+#include "compute/cluster.h"
+#include "compute/lane_map.h"
+#include "compute/loader.h"
+#include "compute/scheduler.h"
+#include "workloads/bench/registry.h"
+#include "workloads/bench/report.h"
+#include "workloads/bench/runner.h"
+
+namespace pandora::workloads {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void fail(std::string_view what) { fmt::print(stderr, "pandora-bench: {}\n", what); }
+
+// Creates the tables of every workload in one directory and loads their rows.
+Status load_tables(Cluster& cluster, const std::vector<std::unique_ptr<Workload>>& workloads, bool replace,
+                   uint64_t* rows) {
+  std::vector<TableSpec> specs;
+  for (const auto& w : workloads) {
+    for (TableSpec& t : w->tables()) specs.push_back(std::move(t));
+  }
+  CreateTablesOptions opts;
+  opts.replace_existing = replace;
+  if (Status s = create_tables(cluster, specs, opts); !s) return s;
+  Clock::time_point next_print = Clock::now() + std::chrono::seconds(1);
+  TableLoader loader(cluster, [&](const LoadProgress& p) {
+    if (Clock::now() < next_print) return;
+    next_print += std::chrono::seconds(1);
+    fmt::print("loading: {} rows\n", p.rows_total);
+    std::fflush(stdout);
+  });
+  for (const auto& w : workloads) {
+    if (Status s = w->load(loader); !s) return Status(s.code(), fmt::format("loading {}: {}", w->name(), s.message()));
+  }
+  if (Status s = loader.finish(); !s) return s;
+  *rows = loader.rows_loaded();
+  return Status::ok();
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return false;
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  return std::fclose(f) == 0 && ok;
+}
+
+}  // namespace
+
+int run_bench(const BenchConfig& cfg) {
+  Result<std::unique_ptr<Workload>> made = make_workload(cfg.workload, cfg);
+  if (!made) {
+    fail(made.status().message());
+    return 2;
+  }
+  const Workload& workload = **made;
+  std::vector<std::unique_ptr<Workload>> to_load;
+  if (cfg.load) {
+    for (const std::string& name : cfg.load_workloads) {
+      Result<std::unique_ptr<Workload>> w = make_workload(name, cfg);
+      if (!w) {
+        fail(w.status().message());
+        return 2;
+      }
+      to_load.push_back(std::move(*w));
+    }
+  }
+
+  const Logger logger("pandora-bench", cfg.log_level);
+  Result<std::unique_ptr<Cluster>> cluster = Cluster::connect(cfg.compute, logger);
+  if (!cluster) {
+    fail(fmt::format("connecting to the memory nodes: {}", cluster.status().to_string()));
+    return 1;
+  }
+  BenchSummary summary;
+  summary.config = &cfg;
+  summary.txn_types = workload.txn_types();
+  if (cfg.load) {
+    const Clock::time_point t0 = Clock::now();
+    if (Status s = load_tables(**cluster, to_load, cfg.replace, &summary.rows_loaded); !s) {
+      fail(fmt::format("load failed: {}", s.to_string()));
+      return 1;
+    }
+    summary.load_seconds = std::max(1e-6, std::chrono::duration<double>(Clock::now() - t0).count());
+    fmt::print("loaded {} rows in {:.2f} s\n", summary.rows_loaded, summary.load_seconds);
+  } else if (Status s = (*cluster)->load_directory(); !s) {
+    fail(fmt::format("reading the table directory: {} (load the tables first with --load)", s.to_string()));
+    return 1;
+  }
+  if (Status s = workload.attach((*cluster)->directory()); !s) {
+    fail(s.message());
+    return 1;
+  }
+
+  // The check's own coordinator: an id no scheduler coordinator uses when
+  // one is left; otherwise 0, which is idle whenever the check runs (the
+  // check only reads, so it never writes that coordinator's log lane).
+  const uint32_t total = cfg.compute.total_coordinators();
+  const auto check_id = static_cast<uint16_t>(total < kLanesPerCompute ? total : 0);
+  Result<std::unique_ptr<BlockingClient>> client = BlockingClient::create(**cluster, check_id);
+  if (!client) {
+    fail(fmt::format("opening the check's connections: {}", client.status().to_string()));
+    return 1;
+  }
+
+  int64_t baseline = 0;
+  if (cfg.check) {
+    Result<Audit> before = workload.audit(**client);
+    if (!before) {
+      fail(fmt::format("pre-run audit: {}", before.status().to_string()));
+      return 1;
+    }
+    if (!before->clean()) {
+      std::string m = fmt::format("the data is inconsistent before the run ({} problem(s)):", before->problem_count);
+      for (const std::string& p : before->problems) m += "\n  " + p;
+      fail(m);
+      return 1;
+    }
+    baseline = before->value;
+    summary.invariant_before = baseline;
+  }
+
+  if (cfg.seconds > 0) {
+    Result<std::unique_ptr<Scheduler>> sched = Scheduler::create(**cluster);
+    if (!sched) {
+      fail(fmt::format("starting the worker threads: {}", sched.status().to_string()));
+      return 1;
+    }
+    RunOptions ro;
+    ro.warmup = std::chrono::seconds(cfg.warmup_seconds);
+    ro.measure = std::chrono::seconds(cfg.seconds);
+    ro.timeline = std::chrono::milliseconds(cfg.timeline_ms);
+    ro.seed = cfg.seed;
+    ro.on_progress = [](const Progress& p) {
+      fmt::print("[{:6.1f} s] {}{:.0f} commits/s ({} commits so far)\n", p.elapsed_s, p.warming_up ? "warm-up " : "",
+                 p.last_commits_per_s, p.commits);
+      std::fflush(stdout);
+    };
+    Result<RunStats> stats = run_workload(**sched, workload, cfg.compute.compute_id, ro);
+    if (!stats) {
+      fail(stats.status().message());
+      return 1;
+    }
+    summary.stats = std::move(*stats);
+  }
+
+  if (cfg.check) {
+    CheckInput in;
+    in.baseline = baseline;
+    if (summary.stats) {
+      in.committed_delta = summary.stats->committed_delta;
+      in.uncertain = summary.stats->uncertain;
+    }
+    summary.check = workload.check(**client, in);
+  }
+
+  fmt::print("{}", format_text(summary));
+  std::fflush(stdout);
+  if (!cfg.report_path.empty() && !write_file(cfg.report_path, format_json(summary))) {
+    fail(fmt::format("could not write the report to {}", cfg.report_path));
+    return 1;
+  }
+  return summary.check && !summary.check->passed ? 1 : 0;
+}
+
+}  // namespace pandora::workloads

@@ -1,0 +1,13 @@
+// pandora-bench as a function: connect, optionally load, audit, run, check,
+// report. main() only parses the command line and calls this.
+#pragma once
+
+#include "workloads/bench/bench_config.h"
+
+namespace pandora::workloads {
+
+// Exit status: 0 success, 1 failure (connection, load, run, or a failed
+// consistency check), 2 options the workload rejects.
+int run_bench(const BenchConfig& config);
+
+}  // namespace pandora::workloads

@@ -1,0 +1,148 @@
+#include "workloads/bench/bench_config.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/options.h"
+
+namespace pandora::workloads {
+
+namespace {
+
+constexpr std::string_view kSummary =
+    "Runs a transactional workload (micro or SmallBank) on the Pandora compute library against running memory "
+    "daemons, for --seconds after --warmup-seconds, with --threads x --coordinators coordinators. Prints progress "
+    "once per second, then throughput, abort rates by reason, commit latency percentiles, remote operations per "
+    "committed transaction and a throughput timeline, and runs an end-of-run consistency check (exit status 1 if "
+    "it fails). --load creates the tables and loads the rows first; without it the run attaches to a previous load "
+    "(pass the same --keys/--value-size/--accounts). The check assumes this process is the only one writing these "
+    "tables during the run; with several concurrent processes pass --no-check.\n"
+    "Exit status: 0 success, 1 run or check failure, 2 bad command line.";
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    std::string item = text.substr(start, comma - start);
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    if (!item.empty()) out.push_back(item);
+    start = comma + 1;
+  }
+  return out;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+}  // namespace
+
+const std::vector<std::string>& bench_workload_names() {
+  static const std::vector<std::string> kNames{"micro", "smallbank"};
+  return kNames;
+}
+
+BenchArgs parse_bench_args(int argc, const char* const* argv) {
+  BenchArgs out;
+  BenchConfig& cfg = out.config;
+  ComputeFlags compute;
+  MicroFlags micro;
+  SmallBankFlags smallbank;
+  std::string load_workloads;
+  std::string log_level = "warn";
+  bool no_check = false;
+
+  OptionSet opts("pandora-bench", std::string(kSummary));
+  compute.declare(opts);
+  opts.add_choice("workload", &cfg.workload, bench_workload_names(), "workload to run");
+  opts.add_flag("load", &cfg.load, "create the tables and load their rows before running");
+  opts.add_string("load-workloads", &load_workloads,
+                  "with --load: comma list of workloads whose tables to create together (default: --workload), "
+                  "so one load serves several later runs");
+  opts.add_flag("replace", &cfg.replace, "with --load: replace tables the memory nodes already carry");
+  opts.add_u64("seconds", &cfg.seconds, "measured run time in seconds (0: load and/or check only)", 0, 86400);
+  opts.add_u64("warmup-seconds", &cfg.warmup_seconds, "run time before measuring starts", 0, 3600);
+  opts.add_string("report", &cfg.report_path, "write a JSON report of the run to this file");
+  opts.add_u64("timeline-ms", &cfg.timeline_ms, "width of one throughput-timeline bucket in milliseconds", 1,
+               60000);
+  opts.add_u64("seed", &cfg.seed, "seed of every coordinator's random stream (runs are reproducible per seed)");
+  opts.add_flag("no-check", &no_check, "skip the end-of-run consistency check");
+  opts.add_choice("log-level", &log_level, {"debug", "info", "warn", "error", "off"}, "library log level");
+  micro.declare(opts);
+  smallbank.declare(opts);
+
+  std::string message;
+  switch (opts.parse(argc, argv, &message)) {
+    case OptionSet::Outcome::kHelp:
+      out.outcome = BenchArgs::Outcome::kHelp;
+      out.message = std::move(message);
+      return out;
+    case OptionSet::Outcome::kError:
+      out.message = std::move(message);
+      return out;
+    case OptionSet::Outcome::kRun:
+      break;
+  }
+  auto error = [&out](std::string m) {
+    out.outcome = BenchArgs::Outcome::kError;
+    out.message = std::move(m);
+    return out;
+  };
+
+  cfg.check = !no_check;
+  parse_log_level(log_level, &cfg.log_level);
+
+  // Which workloads this invocation touches: flags of any other are mistakes.
+  if (!cfg.load && opts.was_set("load-workloads")) return error("--load-workloads needs --load");
+  if (!cfg.load && cfg.replace) return error("--replace needs --load");
+  cfg.load_workloads = split_list(load_workloads);
+  for (const std::string& w : cfg.load_workloads) {
+    if (!contains(bench_workload_names(), w)) {
+      return error(fmt::format("--load-workloads: unknown workload '{}' (expected micro or smallbank)", w));
+    }
+  }
+  if (opts.was_set("load-workloads") && cfg.load_workloads.empty()) {
+    return error("--load-workloads: empty list (expected micro, smallbank or both)");
+  }
+  if (!contains(cfg.load_workloads, cfg.workload)) {
+    if (opts.was_set("load-workloads") && cfg.seconds > 0) {
+      return error(fmt::format("--load-workloads {} does not include --workload {}, which is to run", load_workloads,
+                               cfg.workload));
+    }
+    cfg.load_workloads.insert(cfg.load_workloads.begin(), cfg.workload);
+  }
+  auto check_flags = [&](const std::string& workload, const std::vector<std::string>& names) -> bool {
+    if (contains(cfg.load_workloads, workload)) return true;
+    for (const std::string& n : names) {
+      if (opts.was_set(n)) {
+        error(fmt::format("--{} is a {} option, but this run uses --workload {}", n, workload, cfg.workload));
+        return false;
+      }
+    }
+    return true;
+  };
+  if (!check_flags("micro", MicroFlags::names())) return out;
+  if (!check_flags("smallbank", SmallBankFlags::names())) return out;
+
+  Result<MicroOptions> mo = micro.resolve();
+  if (!mo) return error(mo.status().message());
+  cfg.micro = *mo;
+  if (opts.was_set("zipf-theta") && cfg.micro.zipf == false) {
+    return error("--zipf-theta applies to --skew zipf only");
+  }
+  Result<SmallBankOptions> so = smallbank.resolve();
+  if (!so) return error(so.status().message());
+  cfg.smallbank = *so;
+
+  Result<ComputeConfig> cc = compute.resolve();
+  if (!cc) return error(cc.status().message());
+  cfg.compute = std::move(*cc);
+  out.outcome = BenchArgs::Outcome::kRun;
+  return out;
+}
+
+}  // namespace pandora::workloads

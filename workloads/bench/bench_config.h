@@ -1,0 +1,49 @@
+// pandora-bench's command line: ComputeConfig's shared options, the driver's
+// own options and every workload's options, parsed and validated in one
+// place so that every mistake is reported before anything connects.
+//
+//   BenchArgs a = parse_bench_args(argc, argv);
+//   switch (a.outcome) { kHelp: print a.message, exit 0; kError: print, exit 2; kRun: ... }
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/logger.h"
+#include "compute/compute_config.h"
+#include "workloads/micro/micro.h"
+#include "workloads/smallbank/smallbank.h"
+
+namespace pandora::workloads {
+
+struct BenchConfig {
+  ComputeConfig compute;
+  std::string workload = "micro";          // what runs
+  bool load = false;                        // create tables + load rows first
+  std::vector<std::string> load_workloads;  // whose tables --load creates (always contains `workload`)
+  bool replace = false;                     // --load over existing tables
+  uint64_t seconds = 10;                    // measured run (0: no run)
+  uint64_t warmup_seconds = 1;              // before the measured run, not reported
+  uint64_t timeline_ms = 100;
+  uint64_t seed = 1;
+  std::string report_path;                  // JSON report (empty: none)
+  bool check = true;                        // end-of-run consistency check
+  LogLevel log_level = LogLevel::kWarn;
+  MicroOptions micro;
+  SmallBankOptions smallbank;
+};
+
+struct BenchArgs {
+  enum class Outcome { kRun, kHelp, kError };
+  Outcome outcome = Outcome::kError;
+  std::string message;  // help text, or the error (naming the flag)
+  BenchConfig config;
+};
+
+// The workloads pandora-bench knows, in --help order.
+const std::vector<std::string>& bench_workload_names();
+
+BenchArgs parse_bench_args(int argc, const char* const* argv);
+
+}  // namespace pandora::workloads

@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# Steady-state comparison of the three protocol modes (seed 4.5.2, figure
+# 4.4): pandora vs ford vs log-a-latch, on a local cluster of two memory
+# daemons (deploy/local/cluster.sh, loopback only).
+#
+#   bash workloads/bench/compare_protocols.sh [--rounds 5] [--seconds 5] ...
+#
+# Loads micro and SmallBank once, then for each backend (shm, tcp) and
+# workload (micro 50% writes, micro 100% writes, smallbank) runs pandora-bench
+# for the three protocols interleaved in rounds - pandora, ford, log-a-latch,
+# pandora, ford, ... - so slow drifts of the machine hit all three alike, and
+# prints a table of medians and of the per-round ratios to pandora
+# (compare_table.py). Every run also passes its consistency check or the
+# script fails. This is a benchmark, not a test: numbers from a shared
+# development machine are indicative only.
+#
+# Always stops the daemons and any running pandora-bench, by pid.
+set -euo pipefail
+
+script_dir="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
+root="$(cd -- "$script_dir/../.." && pwd -P)"
+user="$(id -un 2>/dev/null || echo "uid$(id -u)")"
+
+usage() {
+  cat <<USAGE
+Usage: bash workloads/bench/compare_protocols.sh [options]
+
+Options:
+  --build DIR          build directory with pandora-bench and pandora-memd
+                       (a Release build)                           [build/release]
+  --rounds N           rounds of (pandora, ford, log-a-latch)      [5]
+  --seconds S          measured seconds per run                    [5]
+  --warmup-seconds S   warm-up seconds per run                     [1]
+  --threads N          worker threads of pandora-bench             [1]
+  --coordinators N     coordinators per thread                     [8]
+  --replicas N         f+1 (1 or 2 with two daemons)               [1]
+  --keys N             micro keys                                  [100000]
+  --accounts N         SmallBank accounts                          [100000]
+  --backends LIST      comma list of shm, tcp                      [shm,tcp]
+  --workloads LIST     comma list of micro50, micro100, smallbank
+                                                  [micro50,micro100,smallbank]
+  --out DIR            keep the JSON reports and logs here    [a temp dir, removed]
+  -h, --help           this help
+
+Build first: cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release &&
+             ninja -C build/release pandora-bench pandora-memd
+USAGE
+}
+
+die() { echo "compare_protocols.sh: error: $*" >&2; exit 1; }
+
+build="$root/build/release"
+rounds=5
+seconds=5
+warmup=1
+threads=1
+coordinators=8
+replicas=1
+keys=100000
+accounts=100000
+backends="shm,tcp"
+workloads="micro50,micro100,smallbank"
+out=""
+
+need_value() { [[ $# -ge 2 && -n "$2" ]] || die "option $1 needs a value"; }
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --build) need_value "$@"; build="$2"; shift 2 ;;
+    --rounds) need_value "$@"; rounds="$2"; shift 2 ;;
+    --seconds) need_value "$@"; seconds="$2"; shift 2 ;;
+    --warmup-seconds) need_value "$@"; warmup="$2"; shift 2 ;;
+    --threads) need_value "$@"; threads="$2"; shift 2 ;;
+    --coordinators) need_value "$@"; coordinators="$2"; shift 2 ;;
+    --replicas) need_value "$@"; replicas="$2"; shift 2 ;;
+    --keys) need_value "$@"; keys="$2"; shift 2 ;;
+    --accounts) need_value "$@"; accounts="$2"; shift 2 ;;
+    --backends) need_value "$@"; backends="$2"; shift 2 ;;
+    --workloads) need_value "$@"; workloads="$2"; shift 2 ;;
+    --out) need_value "$@"; out="$2"; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage >&2; die "unknown option '$1'" ;;
+  esac
+done
+
+for n in rounds seconds threads coordinators replicas keys accounts; do
+  [[ "${!n}" =~ ^[1-9][0-9]*$ ]] || die "--$n must be a positive integer, got '${!n}'"
+done
+[[ "$warmup" =~ ^[0-9]+$ ]] || die "--warmup-seconds must be a non-negative integer, got '$warmup'"
+IFS=',' read -r -a backend_list <<<"$backends"
+IFS=',' read -r -a workload_list <<<"$workloads"
+for b in "${backend_list[@]}"; do [[ "$b" == shm || "$b" == tcp ]] || die "--backends: unknown backend '$b'"; done
+for w in "${workload_list[@]}"; do
+  [[ "$w" == micro50 || "$w" == micro100 || "$w" == smallbank ]] || die "--workloads: unknown workload '$w'"
+done
+
+build="$(cd -- "$build" 2>/dev/null && pwd -P)" || die "no build directory (--build)"
+bench="$build/workloads/bench/pandora-bench"
+memd="$build/memory/pandora-memd"
+[[ -x "$bench" ]] || die "pandora-bench not found at $bench (ninja -C $build pandora-bench)"
+[[ -x "$memd" ]] || die "pandora-memd not found at $memd (ninja -C $build pandora-memd)"
+if grep -q "fsanitize=address" "$build/build.ninja" 2>/dev/null; then
+  echo "compare_protocols.sh: warning: $build is a sanitizer build; numbers will be far below a Release build" >&2
+fi
+
+state="$(mktemp -d "${TMPDIR:-/tmp}/pandora-compare.XXXXXX")"
+region_dir="/dev/shm/pandora-$user/compare-$$"
+keep_out=1
+if [[ -z "$out" ]]; then
+  out="$state/reports"
+  keep_out=0
+fi
+mkdir -p "$out"
+bench_pid=""
+
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if [[ -n "$bench_pid" ]] && kill -0 "$bench_pid" 2>/dev/null; then
+    kill -TERM "$bench_pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$bench_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$bench_pid" 2>/dev/null || true
+    wait "$bench_pid" 2>/dev/null || true
+  fi
+  bash "$root/deploy/local/cluster.sh" stop --dir "$state" >/dev/null 2>&1 || true
+  rm -rf -- "$state"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# Tables at a load factor <= 1/2: micro slots are 128 B, SmallBank's 64 B.
+region_mb=$(( (keys * 2 * 128 + accounts * 4 * 64) / 1048576 + 48 ))
+echo "==> starting 2 memory daemons (regions of ${region_mb}M on /dev/shm)"
+bash "$root/deploy/local/cluster.sh" start --nodes 2 --dir "$state" --region-dir "$region_dir" \
+  --memd "$memd" --size "${region_mb}M" --log-size 2M >/dev/null
+
+common=(--memory-nodes "$(cat "$state/endpoints")" --cluster-id "$(cat "$state/cluster_id")"
+        --secret-file "$state/secret" --compute-id 1 --threads "$threads" --coordinators "$coordinators"
+        --replicas "$replicas" --log-level error)
+
+# run_bench LOG_NAME ARGS...: runs pandora-bench in the background (so the
+# trap can stop it by pid) and fails the script if it fails.
+run_bench() {
+  local name="$1"
+  shift
+  "$bench" "${common[@]}" "$@" >"$out/$name.log" 2>&1 &
+  bench_pid=$!
+  local rc=0
+  wait "$bench_pid" || rc=$?
+  bench_pid=""
+  if [[ $rc -ne 0 ]]; then
+    echo "compare_protocols.sh: pandora-bench ($name) exited with $rc; its output:" >&2
+    tail -n 30 "$out/$name.log" >&2
+    exit 1
+  fi
+}
+
+echo "==> loading micro ($keys keys) and smallbank ($accounts accounts) once"
+run_bench load --load --load-workloads micro,smallbank --keys "$keys" --accounts "$accounts" --seconds 0 \
+  --backend tcp
+
+workload_args() {
+  case "$1" in
+    micro50) echo "--workload micro --keys $keys --write-ratio 0.5" ;;
+    micro100) echo "--workload micro --keys $keys --write-ratio 1" ;;
+    smallbank) echo "--workload smallbank --accounts $accounts" ;;
+  esac
+}
+
+total=$(( ${#backend_list[@]} * ${#workload_list[@]} * rounds * 3 ))
+n=0
+for backend in "${backend_list[@]}"; do
+  for wl in "${workload_list[@]}"; do
+    read -r -a wargs <<<"$(workload_args "$wl")"
+    for ((r = 1; r <= rounds; r++)); do
+      for protocol in pandora ford log-a-latch; do
+        n=$((n + 1))
+        name="${backend}__${wl}__r${r}__${protocol}"
+        run_bench "$name" "${wargs[@]}" --backend "$backend" --protocol "$protocol" --seconds "$seconds" \
+          --warmup-seconds "$warmup" --seed "$r" --report "$out/$name.json"
+        cps="$(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["commits_per_second"]))' \
+          "$out/$name.json")"
+        printf '[%3d/%d] %-4s %-10s round %d/%d %-12s %8s commits/s\n' "$n" "$total" "$backend" "$wl" "$r" \
+          "$rounds" "$protocol" "$cps"
+      done
+    done
+  done
+done
+
+echo
+echo "==> pandora-bench: $threads thread(s) x $coordinators coordinators, $replicas replica(s), 2 memory daemons," \
+  "${seconds} s per run after ${warmup} s warm-up, $rounds rounds"
+python3 "$script_dir/compare_table.py" "$out"
+[[ $keep_out -eq 0 ]] || echo "reports and logs: $out"

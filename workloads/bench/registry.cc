@@ -1,0 +1,21 @@
+#include "workloads/bench/registry.h"
+
+#include <fmt/format.h>
+
+namespace pandora::workloads {
+
+Result<std::unique_ptr<Workload>> make_workload(std::string_view name, const BenchConfig& config) {
+  if (name == "micro") {
+    auto w = MicroWorkload::create(config.micro);
+    if (!w) return w.status();
+    return std::unique_ptr<Workload>(std::move(*w));
+  }
+  if (name == "smallbank") {
+    auto w = SmallBankWorkload::create(config.smallbank);
+    if (!w) return w.status();
+    return std::unique_ptr<Workload>(std::move(*w));
+  }
+  return Status(Errc::kInvalidArgument, fmt::format("unknown workload '{}' (expected micro or smallbank)", name));
+}
+
+}  // namespace pandora::workloads

@@ -1,0 +1,179 @@
+#include "workloads/bench/runner.h"
+
+#include <atomic>
+#include <exception>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace pandora::workloads {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Everything one coordinator accounts; written only by that coordinator,
+// read by the caller after the run (live_commits also during it).
+struct CoordinatorSlot {
+  std::atomic<uint64_t> live_commits{0};
+  uint64_t attempts = 0;
+  uint64_t commits = 0;
+  std::array<uint64_t, kAbortReasons> aborts{};
+  std::vector<uint64_t> commits_by_type;
+  std::vector<uint64_t> aborts_by_type;
+  LatencyHistogram latency;
+  TxnCounters window_start;
+  TxnCounters window_end;
+  int64_t delta = 0;
+  uint64_t uncertain = 0;
+  uint64_t total_commits = 0;
+  std::vector<uint64_t> timeline;
+};
+
+}  // namespace
+
+TxnCounters counters_between(const TxnCounters& earlier, const TxnCounters& later) {
+  TxnCounters d;
+  d.commits = later.commits - earlier.commits;
+  for (size_t i = 0; i < kAbortReasons; ++i) d.aborts[i] = later.aborts[i] - earlier.aborts[i];
+  d.committed_ops = later.committed_ops - earlier.committed_ops;
+  d.all_ops = later.all_ops - earlier.all_ops;
+  return d;
+}
+
+Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, uint16_t compute_id,
+                              const RunOptions& options) {
+  size_t coordinators = 0;
+  for (size_t t = 0; t < scheduler.thread_count(); ++t) coordinators += scheduler.worker(t).coordinator_count();
+  const size_t types = workload.txn_types().size();
+  const auto total = options.warmup + options.measure;
+  const auto width = std::max(options.timeline, std::chrono::milliseconds(1));
+  const size_t buckets = static_cast<size_t>((total + width - std::chrono::milliseconds(1)) / width) + 1;
+
+  std::vector<std::unique_ptr<CoordinatorSlot>> slots;
+  for (size_t i = 0; i < coordinators; ++i) {
+    auto s = std::make_unique<CoordinatorSlot>();
+    s->commits_by_type.assign(types, 0);
+    s->aborts_by_type.assign(types, 0);
+    s->timeline.assign(buckets, 0);
+    slots.push_back(std::move(s));
+  }
+
+  const Clock::time_point start = Clock::now();
+  const Clock::time_point window_start = start + options.warmup;
+  const Clock::time_point deadline = window_start + options.measure;
+
+  auto task = [&](Coordinator& c) {
+    CoordinatorSlot& s = *slots.at(c.id());
+    Rng rng = Rng::for_coordinator(options.seed, compute_id, c.id());
+    Txn& txn = c.txn();
+    bool measuring = false;
+    for (;;) {
+      const Clock::time_point t0 = Clock::now();
+      if (t0 >= deadline) break;
+      if (!measuring && t0 >= window_start) {
+        measuring = true;
+        s.window_start = c.engine().counters();
+      }
+      const TxnOutcome o = workload.run_one(txn, rng);
+      const Clock::time_point t1 = Clock::now();
+      const size_t type = o.type < types ? o.type : 0;
+      if (o.commit.committed) {
+        s.delta += o.delta;
+        ++s.total_commits;
+        s.live_commits.store(s.total_commits, std::memory_order_relaxed);
+        const auto b = static_cast<size_t>((t1 - start) / width);
+        ++s.timeline[std::min(b, buckets - 1)];
+      } else if (o.commit.reason == AbortReason::kTransport) {
+        ++s.uncertain;
+      }
+      if (!measuring) continue;
+      ++s.attempts;
+      if (o.commit.committed) {
+        ++s.commits;
+        ++s.commits_by_type[type];
+        s.latency.record(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()));
+      } else {
+        ++s.aborts[static_cast<size_t>(o.commit.reason) % kAbortReasons];
+        ++s.aborts_by_type[type];
+      }
+    }
+    s.window_end = c.engine().counters();
+    if (!measuring) s.window_start = s.window_end;
+  };
+
+  std::atomic<bool> done{false};
+  std::exception_ptr failure;
+  std::thread runner([&] {
+    try {
+      scheduler.run(task);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    done.store(true, std::memory_order_release);
+  });
+
+  // Progress, once per second, from this thread.
+  uint64_t last_commits = 0;
+  Clock::time_point last_tick = start;
+  Clock::time_point next_tick = start + std::chrono::seconds(1);
+  while (!done.load(std::memory_order_acquire)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const Clock::time_point now = Clock::now();
+    if (now < next_tick || done.load(std::memory_order_acquire)) continue;
+    next_tick += std::chrono::seconds(1);
+    uint64_t commits = 0;
+    for (const auto& s : slots) commits += s->live_commits.load(std::memory_order_relaxed);
+    const double interval = std::chrono::duration<double>(now - last_tick).count();
+    if (options.on_progress) {
+      options.on_progress(Progress{std::chrono::duration<double>(now - start).count(), now < window_start, commits,
+                                   interval > 0 ? static_cast<double>(commits - last_commits) / interval : 0.0});
+    }
+    last_commits = commits;
+    last_tick = now;
+  }
+  runner.join();
+  if (failure) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const std::exception& e) {
+      return Status(Errc::kIo, fmt::format("a coordinator failed: {}", e.what()));
+    } catch (...) {
+      return Status(Errc::kIo, "a coordinator failed with an unknown exception");
+    }
+  }
+
+  RunStats r;
+  r.measured_seconds = std::chrono::duration<double>(options.measure).count();
+  r.commits_by_type.assign(types, 0);
+  r.aborts_by_type.assign(types, 0);
+  r.timeline.assign(buckets, 0);
+  r.timeline_width = width;
+  r.warmup = options.warmup;
+  for (const auto& s : slots) {
+    r.attempts += s->attempts;
+    r.commits += s->commits;
+    for (size_t i = 0; i < kAbortReasons; ++i) r.aborts[i] += s->aborts[i];
+    for (size_t i = 0; i < types; ++i) {
+      r.commits_by_type[i] += s->commits_by_type[i];
+      r.aborts_by_type[i] += s->aborts_by_type[i];
+    }
+    r.latency.merge(s->latency);
+    r.engine += counters_between(s->window_start, s->window_end);
+    r.committed_delta += s->delta;
+    r.uncertain += s->uncertain;
+    r.total_commits += s->total_commits;
+    for (size_t b = 0; b < buckets; ++b) r.timeline[b] += s->timeline[b];
+  }
+  // The last bucket only holds commits of transactions that started before
+  // the deadline and finished after it; fold it into the one before so the
+  // timeline has no misleading partial tail.
+  if (r.timeline.size() >= 2) {
+    r.timeline[r.timeline.size() - 2] += r.timeline.back();
+    r.timeline.pop_back();
+  }
+  return r;
+}
+
+}  // namespace pandora::workloads

@@ -1,0 +1,80 @@
+// Runs a workload on every coordinator of a Scheduler until a deadline and
+// collects what pandora-bench reports.
+//
+//   RunOptions o{.warmup = 1s, .measure = 10s, .timeline = 100ms, .seed = 1};
+//   o.on_progress = [](const Progress& p) { ... };     // ~once per second, caller's thread
+//   Result<RunStats> s = run_workload(*sched, workload, compute_id, o);
+//
+// Each coordinator loops: draw and run one transaction (Workload::run_one),
+// time it, account it in its own slot (no sharing between coordinators, so
+// no locks on the hot path; only the live commit counter the progress line
+// reads is atomic). Transactions that *start* in [warmup end, deadline) are
+// measured; the committed deltas and transport failures are summed over the
+// whole run (warm-up included), since the consistency check covers
+// everything that ran. Engine counters (TxnCounters) are snapshotted at each
+// coordinator's first measured transaction and after its last one, so the
+// remote-operation counts cover exactly the measured transactions.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "common/status.h"
+#include "compute/scheduler.h"
+#include "compute/txn_engine.h"
+#include "common/latency_histogram.h"
+#include "workloads/bench/workload.h"
+
+namespace pandora::workloads {
+
+struct Progress {
+  double elapsed_s = 0;          // since the run started (warm-up included)
+  bool warming_up = false;
+  uint64_t commits = 0;          // committed so far (warm-up included)
+  double last_commits_per_s = 0; // over the last interval
+};
+
+struct RunOptions {
+  std::chrono::milliseconds warmup{1000};
+  std::chrono::milliseconds measure{10000};
+  std::chrono::milliseconds timeline{100};
+  uint64_t seed = 1;
+  std::function<void(const Progress&)> on_progress;  // may be empty
+};
+
+struct RunStats {
+  double measured_seconds = 0;
+  // Measured window.
+  uint64_t attempts = 0;
+  uint64_t commits = 0;
+  std::array<uint64_t, kAbortReasons> aborts{};  // by AbortReason
+  std::vector<uint64_t> commits_by_type;         // by Workload::txn_types()
+  std::vector<uint64_t> aborts_by_type;
+  LatencyHistogram latency;                      // committed transactions, ns
+  TxnCounters engine;                            // engine counters over the window
+  // Whole run.
+  int64_t committed_delta = 0;
+  uint64_t uncertain = 0;                        // kTransport aborts
+  uint64_t total_commits = 0;
+  // Commits per timeline bucket, from the start of the run (warm-up included).
+  std::chrono::milliseconds timeline_width{100};
+  std::chrono::milliseconds warmup{0};
+  std::vector<uint64_t> timeline;
+
+  double commits_per_second() const {
+    return measured_seconds > 0 ? static_cast<double>(commits) / measured_seconds : 0.0;
+  }
+};
+
+// Engine counters `later - earlier` (both cumulative of one coordinator).
+TxnCounters counters_between(const TxnCounters& earlier, const TxnCounters& later);
+
+// Runs until warmup + measure has passed. Fails only when a coordinator
+// threw (the message says what).
+Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, uint16_t compute_id,
+                              const RunOptions& options);
+
+}  // namespace pandora::workloads

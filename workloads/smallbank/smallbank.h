@@ -1,0 +1,100 @@
+// SmallBank: two tables, savings and checking, one row per account in each;
+// a value is a little-endian int64 balance (in cents) followed by an 8-byte
+// tag derived from the account id (16 bytes, as in FORD's evaluation; the
+// check verifies the tag, which catches a write that lands on the wrong row).
+//
+// The six transactions and the usual mix:
+//   Amalgamate       15%  move all of a0's savings+checking into a1's checking  (net 0)
+//   Balance          15%  read a's savings and checking (read-only)             (net 0)
+//   DepositChecking  15%  checking[a] += 1.30                                    (net +130)
+//   SendPayment      25%  checking[a0] -= 5.00, checking[a1] += 5.00;
+//                         user abort if checking[a0] < 5.00                     (net 0)
+//   TransactSavings  15%  savings[a] += 20.20                                    (net +2020)
+//   WriteCheck       15%  checking[a] -= 5.00, or 5.01 (overdraft penalty) when
+//                         savings[a] + checking[a] < 5.00                        (net -500/-501)
+//
+// Accounts: with probability --hot-probability an account is drawn from the
+// hot set (the first --hot-fraction of the accounts), else from all
+// accounts, uniformly. Two-account transactions draw distinct accounts.
+// Invariant: total money over both tables changes by exactly the sum of the
+// committed transactions' nets.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/options.h"
+#include "workloads/bench/workload.h"
+
+namespace pandora::workloads {
+
+struct SmallBankOptions {
+  uint64_t accounts = 100000;
+  double hot_fraction = 0.01;     // share of accounts in the hot set (0 = no hot set)
+  double hot_probability = 0.9;   // chance an account pick goes to the hot set
+};
+
+struct SmallBankFlags {
+  uint64_t accounts = 100000;
+  std::string hot_fraction = "0.01";
+  std::string hot_probability = "0.9";
+
+  // --accounts, --hot-fraction, --hot-probability.
+  void declare(OptionSet& opts);
+  static std::vector<std::string> names();
+  Result<SmallBankOptions> resolve() const;
+};
+
+class SmallBankWorkload final : public Workload {
+ public:
+  static constexpr uint32_t kSavings = 10;
+  static constexpr uint32_t kChecking = 11;
+  static constexpr uint32_t kValueSize = 16;
+
+  enum Type : uint32_t { kAmalgamate, kBalance, kDepositChecking, kSendPayment, kTransactSavings, kWriteCheck };
+  static constexpr int64_t kDepositAmount = 130;
+  static constexpr int64_t kTransactAmount = 2020;
+  static constexpr int64_t kPaymentAmount = 500;
+  static constexpr int64_t kCheckAmount = 500;
+  static constexpr int64_t kOverdraftPenalty = 1;
+
+  static Result<std::unique_ptr<SmallBankWorkload>> create(const SmallBankOptions& options);
+
+  std::string_view name() const override { return "smallbank"; }
+  std::vector<TableSpec> tables() const override;
+  Status load(TableLoader& loader) const override;
+  const std::vector<std::string>& txn_types() const override { return types_; }
+  TxnOutcome run_one(Txn& txn, Rng& rng) const override;
+  std::string_view invariant_name() const override { return "total money (cents)"; }
+  Result<Audit> audit(BlockingClient& client) const override;
+
+  const SmallBankOptions& options() const { return options_; }
+  uint64_t hot_accounts() const { return hot_; }
+  // Loaded balances (deterministic in the account id and table).
+  static int64_t initial_balance(uint32_t table, uint64_t account);
+  // What the loaded data adds up to.
+  int64_t initial_total() const;
+
+  // The individual transactions (public for tests); each begins, runs and
+  // commits or aborts `txn`.
+  TxnOutcome amalgamate(Txn& txn, uint64_t a0, uint64_t a1) const;
+  TxnOutcome balance(Txn& txn, uint64_t a) const;
+  TxnOutcome deposit_checking(Txn& txn, uint64_t a) const;
+  TxnOutcome send_payment(Txn& txn, uint64_t a0, uint64_t a1) const;
+  TxnOutcome transact_savings(Txn& txn, uint64_t a) const;
+  TxnOutcome write_check(Txn& txn, uint64_t a) const;
+
+ private:
+  explicit SmallBankWorkload(const SmallBankOptions& o);
+  uint64_t pick_account(Rng& rng) const;
+  std::pair<uint64_t, uint64_t> pick_two(Rng& rng) const;
+
+  SmallBankOptions options_;
+  uint64_t hot_ = 0;
+  std::vector<std::string> types_{"Amalgamate",  "Balance",         "DepositChecking",
+                                  "SendPayment", "TransactSavings", "WriteCheck"};
+};
+
+}  // namespace pandora::workloads
