@@ -1,5 +1,7 @@
 #include "compute/compute_config.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "common/secret.h"
@@ -154,7 +156,9 @@ void ComputeFlags::declare(OptionSet& opts) {
   opts.add_string("secret-file", &secret_file, "file holding the cluster secret", true);
   opts.add_u64("compute-id", &compute_id, "this compute node's pid (1..65535, never reused)", 1, 65535, true);
   opts.add_choice("backend", &backend, {"shm", "tcp"}, "data-plane transport");
-  opts.add_u64("replicas", &replicas, "copies of every row (f+1); also the number of log nodes", 1, 64);
+  opts.add_u64("replicas", &replicas,
+               "copies of every row (f+1); also the number of log nodes; 0 = min(2, number of memory nodes)", 0,
+               64);
   opts.add_u64("threads", &threads, "worker threads", 1, 256);
   opts.add_u64("coordinators", &coordinators, "coordinator coroutines per worker thread", 1, kLanesPerCompute);
   opts.add_choice("protocol", &protocol, {"pandora", "ford", "log-a-latch"}, "transaction protocol");
@@ -189,7 +193,9 @@ Result<ComputeConfig> ComputeFlags::resolve() const {
   Result<Backend> b = parse_backend(backend);
   if (!b) return b.status();
   c.backend = *b;
-  c.replicas = static_cast<uint32_t>(replicas);
+  // Two copies survive one memory-node failure; fewer nodes allow fewer.
+  c.replicas = replicas != 0 ? static_cast<uint32_t>(replicas)
+                             : static_cast<uint32_t>(std::min<size_t>(2, c.memory_nodes.size()));
   c.threads = static_cast<uint32_t>(threads);
   c.coordinators = static_cast<uint32_t>(coordinators);
   Result<ProtocolMode> p = parse_protocol(protocol);

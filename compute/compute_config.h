@@ -101,7 +101,7 @@ struct ComputeFlags {
   std::string secret_file;
   uint64_t compute_id = 0;
   std::string backend = "tcp";
-  uint64_t replicas = 1;
+  uint64_t replicas = 0;  // 0: min(2, number of memory nodes)
   uint64_t threads = 1;
   uint64_t coordinators = 4;
   std::string protocol = "pandora";

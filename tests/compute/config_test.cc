@@ -2,6 +2,8 @@
 // coroutine stacks under the sanitizers.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include <unistd.h>
 
 #include <fstream>
@@ -82,6 +84,32 @@ TEST(ComputeConfig, FlagsResolveThroughOptionSet) {
   EXPECT_EQ(cfg->backend, Backend::kShm);
   EXPECT_EQ(cfg->protocol, ProtocolMode::kFord);
   EXPECT_EQ(cfg->total_coordinators(), 16u);
+}
+
+TEST(ComputeConfig, ReplicasDefaultToTwoWhenTwoMemoryNodesExist) {
+  testing::TempDir dir;
+  const std::string secret = dir.path() + "/secret";
+  std::ofstream(secret) << "hunter2\n";
+  auto resolve = [&](const std::string& nodes, const char* replicas) {
+    ComputeFlags flags;
+    OptionSet opts("test", "test");
+    flags.declare(opts);
+    std::vector<const char*> argv = {"test", "--memory-nodes", nodes.c_str(), "--cluster-id", "9",
+                                     "--secret-file", secret.c_str(), "--compute-id", "4"};
+    if (replicas) {
+      argv.push_back("--replicas");
+      argv.push_back(replicas);
+    }
+    std::string msg;
+    EXPECT_EQ(opts.parse(static_cast<int>(argv.size()), argv.data(), &msg), OptionSet::Outcome::kRun) << msg;
+    auto cfg = flags.resolve();
+    EXPECT_TRUE(cfg) << cfg.status().to_string();
+    return cfg ? cfg->replicas : 0u;
+  };
+  EXPECT_EQ(resolve("127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002", nullptr), 2u);
+  EXPECT_EQ(resolve("127.0.0.1:7000,127.0.0.1:7001", nullptr), 2u);
+  EXPECT_EQ(resolve("127.0.0.1:7000", nullptr), 1u);
+  EXPECT_EQ(resolve("127.0.0.1:7000,127.0.0.1:7001", "1"), 1u);
 }
 
 TEST(LaneMap, MapsPidAndCoordinatorAndRefusesWhatDoesNotFit) {
