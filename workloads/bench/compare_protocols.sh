@@ -33,7 +33,7 @@ Options:
   --warmup-seconds S   warm-up seconds per run                     [1]
   --threads N          worker threads of pandora-bench             [1]
   --coordinators N     coordinators per thread                     [8]
-  --replicas N         f+1 (1 or 2 with two daemons)               [1]
+  --replicas N         f+1 (1 or 2 with two daemons)               [2]
   --keys N             micro keys                                  [100000]
   --accounts N         SmallBank accounts                          [100000]
   --backends LIST      comma list of shm, tcp                      [shm,tcp]
@@ -55,7 +55,7 @@ seconds=5
 warmup=1
 threads=1
 coordinators=8
-replicas=1
+replicas=2
 keys=100000
 accounts=100000
 backends="shm,tcp"
