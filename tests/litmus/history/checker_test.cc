@@ -1,0 +1,338 @@
+// The checker on hand-built histories: each Adya phenomenon detected and
+// classified, clean histories (serial and concurrent) without anomalies,
+// and real-time violations flagged only with real-time edges.
+#include "litmus/history/checker.h"
+
+#include <gtest/gtest.h>
+
+#include "litmus/history/report.h"
+#include "tests/litmus/history/history_test_util.h"
+
+namespace pandora::history {
+namespace {
+
+using testing::del;
+using testing::HistoryBuilder;
+using testing::ins;
+using testing::rd;
+using testing::upd;
+
+CheckOptions serializability() {
+  CheckOptions o;
+  o.realtime = false;
+  return o;
+}
+
+// The only anomaly of `r` (fails the test otherwise).
+const Anomaly& only(const Report& r) {
+  EXPECT_EQ(r.anomalies.size(), 1u) << format_report_text(r);
+  static const Anomaly kNone;
+  return r.anomalies.empty() ? kNone : r.anomalies[0];
+}
+
+std::vector<EdgeType> step_types(const Anomaly& a) {
+  std::vector<EdgeType> types;
+  for (const CycleStep& s : a.steps) types.push_back(s.type);
+  return types;
+}
+
+TEST(Checker, EmptyHistoryIsClean) {
+  const Report r = check({});
+  EXPECT_TRUE(r.clean());
+  EXPECT_EQ(r.summary.transactions, 0u);
+}
+
+TEST(Checker, SerialHistoryIsClean) {
+  HistoryBuilder h;
+  h.txn(0, 100, 200).items = {upd(1, 0)};
+  h.txn(0, 300, 400).items = {rd(1, 1), upd(2, 0)};
+  h.txn(1, 500, 600).items = {rd(1, 1), rd(2, 1)};
+  h.txn(1, 700, 800).items = {upd(1, 1), upd(2, 1)};
+  for (const CheckOptions& o : {CheckOptions{}, serializability()}) {
+    const Report r = check(h.txns, o);
+    EXPECT_TRUE(r.clean()) << format_report_text(r);
+    EXPECT_EQ(r.summary.transactions, 4u);
+    EXPECT_EQ(r.summary.committed, 4u);
+    EXPECT_EQ(r.summary.objects, 2u);
+  }
+  const Report r = check(h.txns);
+  // ww: x1->x2, y1->y2. wr: x1 to T2, T3, T4; y1 to T3, T4.
+  // rw: T2 read x1 and T3 read x1, y1 -> T4 (the next writer); T2 read y0 is its own.
+  EXPECT_EQ(r.summary.edges[static_cast<size_t>(EdgeType::kWW)], 2u);
+  EXPECT_EQ(r.summary.edges[static_cast<size_t>(EdgeType::kWR)], 5u);
+  EXPECT_EQ(r.summary.edges[static_cast<size_t>(EdgeType::kRW)], 3u);
+  EXPECT_GT(r.summary.edges[static_cast<size_t>(EdgeType::kRT)], 0u);
+  EXPECT_EQ(r.summary.dependency_components, 0u);
+}
+
+TEST(Checker, ConcurrentSerializableHistoryIsClean) {
+  HistoryBuilder h;
+  // T2 overlaps T1 and reads the version before T1's: T2 < T1, allowed
+  // because they overlap in real time.
+  h.txn(0, 100, 300).items = {upd(1, 0)};
+  h.txn(1, 150, 350).items = {rd(1, 0), upd(2, 0)};
+  // T3 starts after both ended and sees both.
+  h.txn(2, 400, 500).items = {rd(1, 1), rd(2, 1)};
+  // Aborted transactions are not part of the graph.
+  h.txn(3, 120, 130, false).items = {upd(1, 0)};
+  const Report r = check(h.txns);
+  EXPECT_TRUE(r.clean()) << format_report_text(r);
+  EXPECT_EQ(r.summary.aborted, 1u);
+}
+
+TEST(Checker, InitialAndUnrecordedVersionsAreAllowed) {
+  HistoryBuilder h;
+  // Versions 5 and 6 of key 1 were installed by nobody recorded (initial
+  // load): reading them is fine, and the read of v5 still precedes the
+  // recorded writer of v7.
+  h.txn(0, 100, 200).items = {rd(1, 5)};
+  h.txn(0, 300, 400).items = {upd(1, 6)};
+  const Report r = check(h.txns);
+  EXPECT_TRUE(r.clean()) << format_report_text(r);
+  EXPECT_EQ(r.summary.edges[static_cast<size_t>(EdgeType::kRW)], 1u);
+}
+
+TEST(Checker, G0WriteCycle) {
+  HistoryBuilder h;
+  // Blind writes: x1 by T1 then x2 by T2, but y1 by T2 then y2 by T1.
+  h.txn(0, 100, 300).items = {ins(1, 1), ins(2, 2)};
+  h.txn(1, 150, 350).items = {ins(1, 2), ins(2, 1)};
+  const Report r = check(h.txns);
+  const Anomaly& a = only(r);
+  EXPECT_EQ(a.kind, AnomalyKind::kG0);
+  EXPECT_FALSE(a.realtime);
+  ASSERT_EQ(a.txns.size(), 2u);
+  EXPECT_EQ(a.txns[0].index, 0u);  // cycles start at the lowest history index
+  EXPECT_EQ(a.txns[1].index, 1u);
+  EXPECT_EQ(step_types(a), (std::vector<EdgeType>{EdgeType::kWW, EdgeType::kWW}));
+  EXPECT_EQ(a.steps[0].key, 1u);
+  EXPECT_EQ(a.steps[0].from_version, 1u);
+  EXPECT_EQ(a.steps[0].to_version, 2u);
+  EXPECT_EQ(r.count(AnomalyKind::kG0), 1u);
+  const std::string text = format_report_text(r);
+  EXPECT_NE(text.find("G0: write cycle over 2 transactions"), std::string::npos) << text;
+  EXPECT_NE(text.find("T1 = 1.0#1 (history #0"), std::string::npos) << text;
+  EXPECT_NE(text.find("T1 -ww-> T2: T1 installed t0:k1 v1, T2 the next recorded version v2"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("T2 -ww-> T1: T2 installed t0:k2 v1, T1 the next recorded version v2"), std::string::npos)
+      << text;
+}
+
+TEST(Checker, G1aAbortedRead) {
+  HistoryBuilder h;
+  h.txn(0, 100, 200, false).items = {upd(1, 0)};  // installed nothing: aborted
+  h.txn(1, 300, 400).items = {rd(1, 1)};
+  const Report r = check(h.txns);
+  const Anomaly& a = only(r);
+  EXPECT_EQ(a.kind, AnomalyKind::kG1a);
+  ASSERT_EQ(a.txns.size(), 2u);
+  EXPECT_FALSE(a.txns[0].committed);  // the aborted writer first
+  EXPECT_TRUE(a.txns[1].committed);
+  EXPECT_EQ(a.key, 1u);
+  EXPECT_EQ(a.version, 1u);
+  EXPECT_NE(format_anomaly(a).find("committed T2 read t0:k1 v1, which only aborted T1 installed"), std::string::npos)
+      << format_anomaly(a);
+}
+
+TEST(Checker, AbortedVersionReusedByACommittedWriterIsNotG1a) {
+  HistoryBuilder h;
+  h.txn(0, 100, 200, false).items = {upd(1, 0)};
+  h.txn(1, 300, 400).items = {upd(1, 0)};  // installs v1 for real
+  h.txn(2, 500, 600).items = {rd(1, 1)};
+  const Report r = check(h.txns);
+  EXPECT_TRUE(r.clean()) << format_report_text(r);
+}
+
+TEST(Checker, G1cCircularInformationFlow) {
+  HistoryBuilder h;
+  // Each reads what the other installed.
+  h.txn(0, 100, 300).items = {upd(1, 0), rd(2, 1)};
+  h.txn(1, 150, 350).items = {upd(2, 0), rd(1, 1)};
+  const Report r = check(h.txns);
+  const Anomaly& a = only(r);
+  EXPECT_EQ(a.kind, AnomalyKind::kG1c);
+  EXPECT_FALSE(a.realtime);
+  EXPECT_EQ(step_types(a), (std::vector<EdgeType>{EdgeType::kWR, EdgeType::kWR}));
+  EXPECT_NE(format_anomaly(a).find("T1 -wr-> T2: T2 read t0:k1 v1, installed by T1"), std::string::npos)
+      << format_anomaly(a);
+}
+
+TEST(Checker, G2WriteSkew) {
+  HistoryBuilder h;
+  // Litmus-2 shape: both read x and y at v0, each updates a different one.
+  h.txn(0, 100, 300).items = {rd(1, 0), rd(2, 0), upd(1, 0)};
+  h.txn(1, 150, 350).items = {rd(1, 0), rd(2, 0), upd(2, 0)};
+  for (const CheckOptions& o : {CheckOptions{}, serializability()}) {
+    const Report r = check(h.txns, o);
+    const Anomaly& a = only(r);
+    EXPECT_EQ(a.kind, AnomalyKind::kG2);
+    EXPECT_FALSE(a.realtime);
+    EXPECT_EQ(step_types(a), (std::vector<EdgeType>{EdgeType::kRW, EdgeType::kRW}));
+    EXPECT_EQ(r.count(AnomalyKind::kG2), 1u);
+    EXPECT_NE(format_anomaly(a).find("T1 -rw-> T2: T1 read t0:k2 v0, T2 installed the next recorded version v1"),
+              std::string::npos)
+        << format_anomaly(a);
+  }
+}
+
+TEST(Checker, GSingleReadSkew) {
+  HistoryBuilder h;
+  // T1 reads x before T2 and y after it.
+  h.txn(0, 100, 400).items = {rd(1, 0), rd(2, 1)};
+  h.txn(1, 150, 200).items = {upd(1, 0), upd(2, 0)};
+  const Report r = check(h.txns);
+  const Anomaly& a = only(r);
+  EXPECT_EQ(a.kind, AnomalyKind::kGSingle);
+  EXPECT_EQ(step_types(a), (std::vector<EdgeType>{EdgeType::kRW, EdgeType::kWR}));
+}
+
+TEST(Checker, LostUpdate) {
+  HistoryBuilder h;
+  // Both read v5 and both installed v6.
+  h.txn(0, 100, 300).items = {upd(1, 5)};
+  h.txn(1, 150, 350).items = {upd(1, 5)};
+  const Report r = check(h.txns);
+  EXPECT_EQ(r.count(AnomalyKind::kLostUpdate), 1u) << format_report_text(r);
+  const Anomaly& lost = r.anomalies[0];
+  EXPECT_EQ(lost.kind, AnomalyKind::kLostUpdate);
+  EXPECT_EQ(lost.txns.size(), 2u);
+  EXPECT_EQ(lost.version, 6u);
+  // Each read the version the other overwrote: a G2 cycle as well.
+  EXPECT_EQ(r.count(AnomalyKind::kG2), 1u);
+  EXPECT_EQ(r.anomalies.size(), 2u);
+}
+
+TEST(Checker, RealTimeViolationOnlyWithRealTimeEdges) {
+  HistoryBuilder h;
+  // T1 commits x1 at 200; T2 starts at 300 and still reads x0: T2 must
+  // serialize before T1 although it started after T1 ended.
+  h.txn(0, 100, 200).items = {upd(1, 0)};
+  h.txn(1, 300, 400).items = {rd(1, 0)};
+  EXPECT_TRUE(check(h.txns, serializability()).clean());
+
+  const Report r = check(h.txns);
+  const Anomaly& a = only(r);
+  EXPECT_TRUE(a.realtime);
+  EXPECT_EQ(a.kind, AnomalyKind::kGSingle);
+  EXPECT_EQ(anomaly_label(a), "G-single-realtime");
+  EXPECT_EQ(step_types(a), (std::vector<EdgeType>{EdgeType::kRT, EdgeType::kRW}));
+  EXPECT_EQ(r.summary.realtime_components, 1u);
+  const std::string text = format_anomaly(a);
+  EXPECT_NE(text.find("strict-serializability violation (real-time)"), std::string::npos) << text;
+  EXPECT_NE(text.find("T1 -rt-> T2: T1 ended at 200 ns, before T2 began at 300 ns"), std::string::npos) << text;
+}
+
+TEST(Checker, RealTimeThroughUnrelatedTransactionsIsOneStep) {
+  HistoryBuilder h;
+  h.txn(0, 100, 200).items = {upd(1, 0)};
+  // Unrelated transactions in between put time points on the chain.
+  h.txn(2, 210, 220).items = {upd(7, 0)};
+  h.txn(3, 230, 240).items = {upd(8, 0)};
+  h.txn(1, 300, 400).items = {rd(1, 0)};
+  const Report r = check(h.txns);
+  const Anomaly& a = only(r);
+  ASSERT_EQ(a.txns.size(), 2u);
+  EXPECT_EQ(a.txns[0].index, 0u);
+  EXPECT_EQ(a.txns[1].index, 3u);
+  EXPECT_EQ(step_types(a), (std::vector<EdgeType>{EdgeType::kRT, EdgeType::kRW}));
+}
+
+TEST(Checker, TouchingTransactionsAreNotRealTimeOrdered) {
+  HistoryBuilder h;
+  // T2 begins in the nanosecond T1 ended: concurrent, so reading x0 is fine.
+  h.txn(0, 100, 200).items = {upd(1, 0)};
+  h.txn(1, 200, 400).items = {rd(1, 0)};
+  EXPECT_TRUE(check(h.txns).clean());
+}
+
+TEST(Checker, GarbageRead) {
+  HistoryBuilder h;
+  h.txn(0, 100, 200).items = {upd(1, 1)};  // installs v2
+  h.txn(1, 300, 400).items = {rd(1, 9)};   // nobody installed v9
+  h.txn(2, 500, 600).items = {rd(1, 0)};   // below v2: initial state... but stale
+  CheckOptions no_rt = serializability();
+  Report r = check(h.txns, no_rt);
+  const Anomaly& a = only(r);
+  EXPECT_EQ(a.kind, AnomalyKind::kGarbageRead);
+  EXPECT_EQ(a.version, 9u);
+  ASSERT_EQ(a.txns.size(), 1u);
+  EXPECT_EQ(a.txns[0].index, 1u);
+
+  no_rt.complete = false;
+  EXPECT_TRUE(check(h.txns, no_rt).clean());
+}
+
+TEST(Checker, InternalInconsistency) {
+  HistoryBuilder h;
+  TraceItem bad = upd(1, 3);
+  bad.write_version = 7;
+  h.txn(0, 100, 200).items = {bad};
+  TraceItem zero = ins(2, 0);
+  h.txn(0, 300, 400).items = {zero};
+  const Report r = check(h.txns);
+  EXPECT_EQ(r.count(AnomalyKind::kInternal), 2u) << format_report_text(r);
+}
+
+TEST(Checker, OneCyclePerComponent) {
+  HistoryBuilder h;
+  // Two independent write skews.
+  h.txn(0, 100, 300).items = {rd(1, 0), rd(2, 0), upd(1, 0)};
+  h.txn(1, 150, 350).items = {rd(1, 0), rd(2, 0), upd(2, 0)};
+  h.txn(2, 100, 300).items = {rd(3, 0), rd(4, 0), upd(3, 0)};
+  h.txn(3, 150, 350).items = {rd(3, 0), rd(4, 0), upd(4, 0)};
+  const Report r = check(h.txns);
+  EXPECT_EQ(r.count(AnomalyKind::kG2), 2u) << format_report_text(r);
+  EXPECT_EQ(r.anomalies.size(), 2u);
+  EXPECT_EQ(r.summary.dependency_components, 2u);
+}
+
+TEST(Checker, WeakestCycleIsReported) {
+  HistoryBuilder h;
+  // T1 and T2 form a G1c (wr both ways) and also rw edges: G1c wins.
+  h.txn(0, 100, 300).items = {rd(3, 0), upd(1, 0), rd(2, 1)};
+  h.txn(1, 150, 350).items = {upd(2, 0), rd(1, 1), upd(3, 0)};
+  const Report r = check(h.txns);
+  const Anomaly& a = only(r);
+  EXPECT_EQ(a.kind, AnomalyKind::kG1c);
+}
+
+TEST(Checker, DeleteAndInsertAreWrites) {
+  HistoryBuilder h;
+  h.txn(0, 100, 200).items = {ins(1, 1)};
+  h.txn(0, 300, 400).items = {rd(1, 1), del(1, 2)};
+  h.txn(0, 500, 600).items = {rd(1, 2)};
+  const Report r = check(h.txns);
+  EXPECT_TRUE(r.clean()) << format_report_text(r);
+  EXPECT_EQ(r.summary.edges[static_cast<size_t>(EdgeType::kWW)], 1u);
+}
+
+TEST(Checker, StreamingMatchesBatch) {
+  HistoryBuilder h;
+  h.txn(0, 100, 300).items = {rd(1, 0), rd(2, 0), upd(1, 0)};
+  h.txn(1, 150, 350).items = {rd(1, 0), rd(2, 0), upd(2, 0)};
+  Checker c;
+  for (const TxnTrace& t : h.txns) c.add(t);
+  const Report streamed = c.finish();
+  EXPECT_EQ(format_report_json(streamed), format_report_json(check(h.txns)));
+}
+
+TEST(Checker, JsonReport) {
+  HistoryBuilder h;
+  h.txn(0, 100, 200).items = {upd(1, 0)};
+  h.txn(1, 300, 400).items = {rd(1, 0)};
+  const std::string json = format_report_json(check(h.txns, serializability()));
+  EXPECT_EQ(json,
+            "{\"model\":\"serializability\",\"summary\":{\"transactions\":2,\"committed\":2,\"aborted\":0,"
+            "\"objects\":1,\"accesses\":3,\"edges\":{\"ww\":0,\"wr\":0,\"rw\":1,\"rt\":0},"
+            "\"dependency_components\":0,\"realtime_components\":0},\"counts\":{\"G0\":0,\"G1a\":0,\"G1c\":0,"
+            "\"G-single\":0,\"G2\":0,\"lost-update\":0,\"garbage-read\":0,\"internal\":0},\"anomalies\":[]}\n");
+  const std::string strict = format_report_json(check(h.txns));
+  EXPECT_NE(strict.find("\"label\":\"G-single-realtime\""), std::string::npos) << strict;
+  EXPECT_NE(strict.find("\"steps\":[{\"from\":0,\"to\":1,\"type\":\"rt\"},{\"from\":1,\"to\":0,\"type\":\"rw\","
+                        "\"table\":0,\"key\":1,\"from_version\":0,\"to_version\":1}]"),
+            std::string::npos)
+      << strict;
+}
+
+}  // namespace
+}  // namespace pandora::history

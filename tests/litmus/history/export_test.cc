@@ -1,0 +1,153 @@
+// Golden tests of the Elle (rw-register EDN) and dbcop (JSON) exports.
+#include <gtest/gtest.h>
+
+#include "litmus/history/export_common.h"
+#include "litmus/history/export_dbcop.h"
+#include "litmus/history/export_elle.h"
+#include "tests/litmus/history/history_test_util.h"
+
+namespace pandora::history {
+namespace {
+
+using testing::HistoryBuilder;
+using testing::ins;
+using testing::rd;
+using testing::upd;
+
+// Coordinator 0 updates t0:k5 (v3 -> v4) and reads t1:k2 at v7; coordinator
+// 1 aborts an update of t0:k6 (v1 -> v2); coordinator 0 then reads k5 v4
+// and k6 v2 (the aborted version) and inserts k7.
+std::vector<TxnTrace> small_history() {
+  HistoryBuilder h;
+  h.txn(0, 1000, 2000).items = {upd(5, 3), rd(2, 7, 1)};
+  h.txn(1, 1500, 2500, false).items = {upd(6, 1)};
+  h.txn(0, 3000, 3500).items = {rd(5, 4), rd(6, 2), ins(7, 1)};
+  return h.txns;
+}
+
+TEST(ExportElle, Golden) {
+  auto text = elle_text(small_history());
+  ASSERT_TRUE(text.is_ok()) << text.status().to_string();
+  EXPECT_EQ(*text,
+            "{:type :invoke, :f :txn, :value [[:r 5 nil] [:w 5 4] [:r 1099511627778 nil]], :process 65536, :time 0, "
+            ":index 0}\n"
+            "{:type :invoke, :f :txn, :value [[:r 6 nil] [:w 6 2]], :process 65537, :time 500, :index 1}\n"
+            "{:type :ok, :f :txn, :value [[:r 5 nil] [:w 5 4] [:r 1099511627778 nil]], :process 65536, :time 1000, "
+            ":index 2}\n"
+            "{:type :fail, :f :txn, :value [[:r 6 nil] [:w 6 2]], :process 65537, :time 1500, :index 3}\n"
+            "{:type :invoke, :f :txn, :value [[:r 5 nil] [:r 6 nil] [:w 7 1]], :process 65536, :time 2000, "
+            ":index 4}\n"
+            "{:type :ok, :f :txn, :value [[:r 5 4] [:r 6 2] [:w 7 1]], :process 65536, :time 2500, :index 5}\n");
+}
+
+TEST(ExportDbcop, Golden) {
+  auto text = dbcop_text(small_history());
+  ASSERT_TRUE(text.is_ok()) << text.status().to_string();
+  EXPECT_EQ(*text,
+            "{\"params\":{\"id\":0,\"n_node\":2,\"n_variable\":4,\"n_transaction\":2,\"n_event\":3},"
+            "\"info\":\"pandora history\",\"start\":\"1970-01-01T00:00:00.000001000+00:00\","
+            "\"end\":\"1970-01-01T00:00:00.000003500+00:00\",\"data\":[\n"
+            "[\n"
+            "{\"events\":[{\"Read\":{\"variable\":5,\"version\":null}},{\"Write\":{\"variable\":5,\"version\":4}},"
+            "{\"Read\":{\"variable\":1099511627778,\"version\":null}}],\"committed\":true},\n"
+            "{\"events\":[{\"Read\":{\"variable\":5,\"version\":4}},{\"Read\":{\"variable\":6,\"version\":2}},"
+            "{\"Write\":{\"variable\":7,\"version\":1}}],\"committed\":true}\n"
+            "],\n"
+            "[\n"
+            "{\"events\":[{\"Write\":{\"variable\":6,\"version\":2}}],\"committed\":false}\n"
+            "]\n"
+            "]}\n");
+}
+
+TEST(ExportDbcop, EmptyHistory) {
+  auto text = dbcop_text({});
+  ASSERT_TRUE(text.is_ok());
+  EXPECT_EQ(*text,
+            "{\"params\":{\"id\":0,\"n_node\":0,\"n_variable\":0,\"n_transaction\":0,\"n_event\":0},"
+            "\"info\":\"pandora history\",\"start\":\"1970-01-01T00:00:00.000000000+00:00\","
+            "\"end\":\"1970-01-01T00:00:00.000000000+00:00\",\"data\":[]}\n");
+}
+
+TEST(Export, AbortedWritesOfCommittedVersionsAreDropped) {
+  HistoryBuilder h;
+  h.txn(1, 100, 200, false).items = {upd(1, 0)};  // would-be v1, reused below
+  h.txn(0, 300, 400).items = {upd(1, 0)};         // the real v1
+  h.txn(2, 500, 600, false).items = {upd(1, 1)};  // v2: nobody committed it
+  h.txn(3, 700, 800, false).items = {upd(1, 1)};  // v2 again: only the first aborted writer exports it
+  auto text = dbcop_text(h.txns);
+  ASSERT_TRUE(text.is_ok());
+  // Only transaction 3's write survives among the aborted ones.
+  EXPECT_EQ(text->find("\"committed\":false"), text->rfind("\"committed\":false")) << *text;
+  EXPECT_NE(text->find("{\"events\":[{\"Write\":{\"variable\":1,\"version\":2}}],\"committed\":false}"),
+            std::string::npos)
+      << *text;
+  EXPECT_NE(text->find("{\"events\":[{\"Read\":{\"variable\":1,\"version\":null}},"
+                       "{\"Write\":{\"variable\":1,\"version\":1}}],\"committed\":true}"),
+            std::string::npos)
+      << *text;
+  auto edn = elle_text(h.txns);
+  ASSERT_TRUE(edn.is_ok());
+  // Transaction 1 (aborted) keeps only its nil read; 3 writes v2; 4 does not.
+  EXPECT_NE(edn->find("{:type :fail, :f :txn, :value [[:r 1 nil]], :process 65537"), std::string::npos) << *edn;
+  EXPECT_NE(edn->find("{:type :fail, :f :txn, :value [[:r 1 nil] [:w 1 2]], :process 65538"), std::string::npos)
+      << *edn;
+  EXPECT_NE(edn->find("{:type :fail, :f :txn, :value [[:r 1 nil]], :process 65539"), std::string::npos) << *edn;
+}
+
+TEST(Export, ReadsAfterOwnWritesAreInternal) {
+  HistoryBuilder h;
+  h.txn(0, 100, 200).items = {upd(1, 0), rd(1, 0)};
+  auto edn = elle_text(h.txns);
+  ASSERT_TRUE(edn.is_ok());
+  EXPECT_NE(edn->find(":type :ok, :f :txn, :value [[:r 1 nil] [:w 1 1]],"), std::string::npos) << *edn;
+}
+
+TEST(Export, GarbageReadsKeepTheirVersion) {
+  HistoryBuilder h;
+  h.txn(0, 100, 200).items = {upd(1, 3)};  // v4
+  h.txn(0, 300, 400).items = {rd(1, 9), rd(1, 2)};
+  auto edn = elle_text(h.txns);
+  ASSERT_TRUE(edn.is_ok());
+  EXPECT_NE(edn->find(":type :ok, :f :txn, :value [[:r 1 9] [:r 1 nil]],"), std::string::npos) << *edn;
+}
+
+TEST(Export, ObjectsOutsideTheEncodingAreRefused) {
+  HistoryBuilder h;
+  h.txn(0, 100, 200).items = {rd(uint64_t{1} << 40, 0)};
+  auto edn = elle_text(h.txns);
+  ASSERT_FALSE(edn.is_ok());
+  EXPECT_NE(edn.status().message().find("t0:k1099511627776 does not fit"), std::string::npos)
+      << edn.status().message();
+  EXPECT_FALSE(dbcop_text(h.txns).is_ok());
+
+  auto packed = pack_object((1u << 23) - 1, (uint64_t{1} << 40) - 1);
+  ASSERT_TRUE(packed.is_ok());
+  EXPECT_EQ(*packed, (uint64_t{1} << 63) - 1);
+  EXPECT_FALSE(pack_object(1u << 23, 0).is_ok());
+}
+
+TEST(Export, ElleOrdersTiesSoProcessesStayWellFormed) {
+  HistoryBuilder h;
+  // The next transaction of coordinator 0 starts in the nanosecond the
+  // previous one ended; a zero-length one starts and ends at 200 too.
+  h.txn(0, 100, 200).items = {upd(1, 0)};
+  h.txn(0, 200, 300).items = {rd(1, 1)};
+  h.txn(1, 200, 200).items = {rd(1, 0)};
+  auto edn = elle_text(h.txns);
+  ASSERT_TRUE(edn.is_ok());
+  const size_t ok1 = edn->find(":type :ok, :f :txn, :value [[:r 1 nil] [:w 1 1]]");
+  const size_t inv2 = edn->find(":type :invoke, :f :txn, :value [[:r 1 nil]], :process 65536");
+  const size_t inv3 = edn->find(":type :invoke, :f :txn, :value [[:r 1 nil]], :process 65537");
+  const size_t ok3 = edn->find(":type :ok, :f :txn, :value [[:r 1 nil]], :process 65537");
+  ASSERT_NE(ok1, std::string::npos);
+  EXPECT_LT(ok1, inv2);
+  EXPECT_LT(inv2, inv3);
+  EXPECT_LT(inv3, ok3);
+}
+
+TEST(Export, Rfc3339) {
+  EXPECT_EQ(rfc3339_utc(1700000000123456789), "2023-11-14T22:13:20.123456789+00:00");
+}
+
+}  // namespace
+}  // namespace pandora::history

@@ -1,0 +1,268 @@
+// The history file format: exact lines, round trips, the strict reader's
+// error messages, and the writer under concurrent coordinators.
+#include "litmus/history/history.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <random>
+#include <set>
+#include <thread>
+#include <utility>
+
+#include "tests/litmus/history/history_test_util.h"
+
+namespace pandora::history {
+namespace {
+
+using testing::upd;
+
+bool same(const TxnTrace& a, const TxnTrace& b) {
+  if (a.pid != b.pid || a.coordinator != b.coordinator || a.seq != b.seq || a.begin_ns != b.begin_ns ||
+      a.end_ns != b.end_ns || a.committed != b.committed || a.reason != b.reason || a.items.size() != b.items.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.items.size(); ++i) {
+    const TraceItem& x = a.items[i];
+    const TraceItem& y = b.items[i];
+    if (x.table != y.table || x.key != y.key || x.op != y.op || x.present != y.present ||
+        x.read_version != y.read_version || x.write_version != y.write_version || x.read_value != y.read_value ||
+        x.write_value != y.write_value) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A temporary file path, removed on destruction.
+class TempFile {
+ public:
+  TempFile() {
+    const char* dir = std::getenv("TMPDIR");
+    path_ = std::string(dir != nullptr ? dir : "/tmp") + "/pandora-history-XXXXXX";
+    const int fd = mkstemp(path_.data());
+    if (fd >= 0) ::close(fd);
+  }
+  ~TempFile() { ::unlink(path_.c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TxnTrace sample() {
+  TxnTrace t;
+  t.pid = 3;
+  t.coordinator = 1;
+  t.seq = 42;
+  t.begin_ns = 1700000000000000000;
+  t.end_ns = 1700000000000004200;
+  t.committed = true;
+  TraceItem it = upd(7, 3);
+  it.read_value = 100;
+  it.write_value = 90;
+  t.items = {it};
+  return t;
+}
+
+constexpr std::string_view kSampleLine =
+    "{\"client\":\"3.1\",\"pid\":3,\"coordinator\":1,\"seq\":42,\"begin_ns\":1700000000000000000,"
+    "\"end_ns\":1700000000000004200,\"outcome\":\"committed\",\"reason\":\"none\",\"items\":[{\"table\":0,"
+    "\"key\":7,\"op\":\"u\",\"present\":true,\"rv\":3,\"wv\":4,\"rval\":100,\"wval\":90}]}";
+
+TEST(HistoryFormat, ExactLine) { EXPECT_EQ(format_txn_line(sample()), kSampleLine); }
+
+TEST(HistoryFormat, RoundTripsEveryField) {
+  std::mt19937_64 rng(7);
+  std::vector<TxnTrace> history;
+  for (int n = 0; n < 200; ++n) {
+    TxnTrace t;
+    t.pid = static_cast<uint16_t>(rng());
+    t.coordinator = static_cast<uint16_t>(rng());
+    t.seq = static_cast<uint32_t>(rng());
+    t.begin_ns = rng();
+    t.end_ns = rng();
+    t.committed = rng() % 2 == 0;
+    t.reason = t.committed ? AbortReason::kNone : static_cast<AbortReason>(1 + rng() % 8);
+    const int items = static_cast<int>(rng() % 5);
+    for (int i = 0; i < items; ++i) {
+      TraceItem it;
+      it.table = static_cast<uint32_t>(rng());
+      it.key = rng();
+      it.op = static_cast<TraceOp>(1 + rng() % 4);
+      it.present = rng() % 2 == 0;
+      it.read_version = rng();
+      it.write_version = rng();
+      it.read_value = rng();
+      it.write_value = rng();
+      t.items.push_back(it);
+    }
+    history.push_back(t);
+  }
+  // The extremes.
+  TxnTrace max;
+  max.pid = UINT16_MAX;
+  max.coordinator = UINT16_MAX;
+  max.seq = UINT32_MAX;
+  max.begin_ns = max.end_ns = UINT64_MAX;
+  TraceItem big;
+  big.table = UINT32_MAX;
+  big.key = big.read_version = big.write_version = big.read_value = big.write_value = UINT64_MAX;
+  max.items = {big};
+  history.push_back(max);
+  history.push_back(TxnTrace{});
+
+  auto parsed = parse_history(format_history(history));
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
+  ASSERT_EQ(parsed->size(), history.size());
+  for (size_t i = 0; i < history.size(); ++i) EXPECT_TRUE(same(history[i], (*parsed)[i])) << "transaction " << i;
+}
+
+TEST(HistoryFormat, AcceptsWhitespaceCrlfAndAnyFieldOrder) {
+  const std::string text =
+      " { \"items\" : [ { \"wval\":0, \"rval\":0, \"wv\":0, \"rv\":5, \"present\":false, \"op\":\"r\", \"key\":1, "
+      "\"table\":2 } ], \"reason\":\"latched\", \"outcome\":\"aborted\", \"end_ns\":9, \"begin_ns\":8, \"seq\":7, "
+      "\"coordinator\":0, \"pid\":1, \"client\":\"1.0\" }\r\n" +
+      std::string(kSampleLine);  // no newline after the last line
+  auto parsed = parse_history(text);
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
+  ASSERT_EQ(parsed->size(), 2u);
+  const TxnTrace& t = (*parsed)[0];
+  EXPECT_FALSE(t.committed);
+  EXPECT_EQ(t.reason, AbortReason::kLatched);
+  ASSERT_EQ(t.items.size(), 1u);
+  EXPECT_EQ(t.items[0].table, 2u);
+  EXPECT_FALSE(t.items[0].present);
+  EXPECT_EQ(t.items[0].read_version, 5u);
+  EXPECT_TRUE(same((*parsed)[1], sample()));
+}
+
+// Replaces the first occurrence of `from` in the sample line.
+std::string sample_with(std::string_view from, std::string_view to) {
+  std::string line(kSampleLine);
+  const size_t at = line.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) line.replace(at, from.size(), to);
+  return line;
+}
+
+TEST(HistoryFormat, MalformedLinesAreRejectedWithTheLineNumber) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"not json", "column 1: expected '{', found 'n'"},
+      {"", "empty line"},
+      {"   ", "empty line"},
+      {std::string(kSampleLine.substr(0, 60)), "column 61: expected an unsigned integer, found end of line"},
+      {std::string(kSampleLine) + "x", "unexpected 'x' after the end of the JSON value"},
+      {sample_with("\"seq\":42,", ""), "no \"seq\" field"},
+      {sample_with("\"seq\":42", "\"seq\":42,\"seq\":43"), "field \"seq\" given twice"},
+      {sample_with("\"seq\":42", "\"seq\":42,\"extra\":1"), "unknown field \"extra\""},
+      {sample_with("\"seq\":42", "\"seq\":-1"), "negative number"},
+      {sample_with("\"seq\":42", "\"seq\":042"), "leading zero"},
+      {sample_with("\"seq\":42", "\"seq\":4.5"), "fraction or exponent"},
+      {sample_with("\"seq\":42", "\"seq\":4294967296"), "\"seq\" is 4294967296, above its maximum 4294967295"},
+      {sample_with("\"pid\":3", "\"pid\":65536"), "\"pid\" is 65536, above its maximum 65535"},
+      {sample_with("\"begin_ns\":1700000000000000000", "\"begin_ns\":18446744073709551616"),
+       "integer does not fit in 64 bits"},
+      {sample_with("\"seq\":42", "\"seq\":\"42\""), "expected an unsigned integer, found '\"'"},
+      {sample_with("\"op\":\"u\"", "\"op\":\"w\""), "\"op\" is \"w\"; expected \"r\", \"u\", \"i\" or \"d\""},
+      {sample_with("\"committed\"", "\"done\""), "\"outcome\" is \"done\""},
+      {sample_with("\"reason\":\"none\"", "\"reason\":\"bogus\""), "unknown abort reason \"bogus\""},
+      {sample_with("\"reason\":\"none\"", "\"reason\":\"unknown\""), "unknown abort reason \"unknown\""},
+      {sample_with("\"reason\":\"none\"", "\"reason\":\"latched\""),
+       "a committed transaction with abort reason \"latched\""},
+      {sample_with("\"client\":\"3.1\"", "\"client\":\"3.2\""), "\"client\" is \"3.2\" but pid.coordinator is 3.1"},
+      {sample_with("\"rval\":100,", ""), "item without \"rval\""},
+      {sample_with("\"rval\":100", "\"rval\":100,\"bad\":0"), "unknown item field \"bad\""},
+      {sample_with("\"present\":true", "\"present\":1"), "expected true or false"},
+      {sample_with("\"items\":[", "\"items\":{"), "expected '[', found '{'"},
+      {sample_with("\"op\":\"u\"", "\"op\":\"u\xc3\xa9\""), "non-ASCII byte inside a string"},
+      {sample_with("\"op\":\"u\"", "\"op\":\"\\q\""), "unknown escape"},
+      {sample_with("\"op\":\"u\",", "\"op\":\"u\""), "expected '}', found '\"'"},
+  };
+  for (const auto& [bad, what] : cases) {
+    const std::string text = std::string(kSampleLine) + "\n" + bad + "\n" + std::string(kSampleLine) + "\n";
+    auto parsed = parse_history(text, "run.hist");
+    ASSERT_FALSE(parsed.is_ok()) << "accepted: " << bad;
+    const std::string msg = parsed.status().message();
+    EXPECT_EQ(msg.rfind("run.hist:2: ", 0), 0u) << msg;
+    EXPECT_NE(msg.find(what), std::string::npos) << "line: " << bad << "\nmessage: " << msg << "\nwanted: " << what;
+  }
+}
+
+TEST(HistoryFormat, ReaderStopsAtTheFirstBadLine) {
+  auto reader = HistoryReader::from_text(std::string(kSampleLine) + "\n{}\n", "x");
+  TxnTrace t;
+  auto first = reader->next(&t);
+  ASSERT_TRUE(first.is_ok());
+  EXPECT_TRUE(first.value());
+  auto second = reader->next(&t);
+  ASSERT_FALSE(second.is_ok());
+  EXPECT_EQ(second.status().message(), "x:2: no \"client\" field");
+  EXPECT_EQ(reader->line(), 2u);
+}
+
+TEST(HistoryFormat, MissingFileIsAnError) {
+  auto r = read_history("/nonexistent/dir/history.hist");
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().message().find("cannot open history file"), std::string::npos);
+}
+
+TEST(HistoryWriter, ConcurrentCoordinatorsNeverInterleave) {
+  TempFile file;
+  auto writer = HistoryWriter::create(file.path());
+  ASSERT_TRUE(writer.is_ok()) << writer.status().to_string();
+  constexpr int kThreads = 8;
+  constexpr int kPerThread = 1000;
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kThreads; ++c) {
+    threads.emplace_back([&, c] {
+      TxnTrace t = sample();
+      t.coordinator = static_cast<uint16_t>(c);
+      // Long lines make a torn write likely if lines were split.
+      t.items.assign(16, t.items[0]);
+      for (int i = 0; i < kPerThread; ++i) {
+        t.seq = static_cast<uint32_t>(i);
+        (*writer)->on_txn_end(t);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ((*writer)->written(), uint64_t{kThreads} * kPerThread);
+  ASSERT_TRUE((*writer)->close().is_ok());
+
+  auto history = read_history(file.path());
+  ASSERT_TRUE(history.is_ok()) << history.status().to_string();
+  ASSERT_EQ(history->size(), size_t{kThreads} * kPerThread);
+  std::set<std::pair<uint16_t, uint32_t>> seen;
+  for (const TxnTrace& t : *history) {
+    EXPECT_EQ(t.items.size(), 16u);
+    seen.emplace(t.coordinator, t.seq);
+  }
+  EXPECT_EQ(seen.size(), size_t{kThreads} * kPerThread);
+}
+
+TEST(HistoryWriter, FlushMakesLinesVisibleAndCloseDropsLaterOnes) {
+  TempFile file;
+  auto writer = HistoryWriter::create(file.path());
+  ASSERT_TRUE(writer.is_ok());
+  (*writer)->on_txn_end(sample());
+  ASSERT_TRUE((*writer)->flush().is_ok());
+  auto mid = read_history(file.path());
+  ASSERT_TRUE(mid.is_ok());
+  EXPECT_EQ(mid->size(), 1u);
+  ASSERT_TRUE((*writer)->close().is_ok());
+  ASSERT_TRUE((*writer)->close().is_ok());  // idempotent
+  (*writer)->on_txn_end(sample());
+  EXPECT_EQ((*writer)->written(), 1u);
+  EXPECT_EQ((*writer)->dropped(), 1u);
+}
+
+TEST(HistoryWriter, UncreatableFileIsAnError) {
+  auto writer = HistoryWriter::create("/nonexistent/dir/history.hist");
+  ASSERT_FALSE(writer.is_ok());
+  EXPECT_EQ(writer.status().code(), Errc::kIo);
+}
+
+}  // namespace
+}  // namespace pandora::history
