@@ -32,8 +32,8 @@ Options:
   --nodes N          number of memory daemons (start)              [2]
   --memd PATH        pandora-memd binary    [build/release/memory/pandora-memd]
   --region-dir DIR   where region files live             [/dev/shm/pandora-$user]
-  --size SIZE        region size per daemon (start)                [64M]
-  --log-size SIZE    log area size per daemon (start)              [1M]
+  --size SIZE        region size per daemon (start)                [128M]
+  --log-size SIZE    log area size per daemon (start)              [16M]
   --threads N        daemon threads (start)                        [1]
   --cluster-id ID    cluster id (start)          [random, recorded in DIR]
   --log-level LEVEL  daemon log level (start)                      [info]
@@ -61,8 +61,8 @@ dir=""
 nodes=2
 memd="$root/build/release/memory/pandora-memd"
 region_dir="/dev/shm/pandora-$user"
-size="64M"
-log_size="1M"
+size="128M"
+log_size="16M"
 threads=1
 cluster_id=""
 log_level="info"
