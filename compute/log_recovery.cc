@@ -21,6 +21,10 @@ Connection* live(std::span<Connection* const> conns, size_t i) { return i < conn
 
 std::chrono::milliseconds batch_timeout(const Cluster& c) { return c.config().op_timeout * 4; }
 
+void hit(CrashInjector* crash, CrashPoint p) {
+  if (crash) crash->hit(p);
+}
+
 // Whether every entry of `r` names a real slot of a known table with images
 // of the table's value size.
 bool record_matches_directory(const Cluster& cluster, const LogRecord& r) {
@@ -37,7 +41,7 @@ bool record_matches_directory(const Cluster& cluster, const LogRecord& r) {
 }  // namespace
 
 Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
-                                       const Logger& logger) {
+                                       const Logger& logger, CrashInjector* crash) {
   LogRecoveryReport report;
   const LaneMap& lanes = cluster.lanes();
   if (pid == 0 || pid > lanes.max_pid()) {
@@ -64,6 +68,7 @@ Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connect
     }
   }
   if (Status s = batch.run(); !s) return Status(s.code(), "reading log lanes: " + s.message());
+  hit(crash, CrashPoint::kRecoveryAfterRead);
 
   // 2. Valid records of this pid, one per (lane, lane_seq).
   std::map<std::pair<uint32_t, uint64_t>, LogRecord> records;
@@ -124,8 +129,15 @@ Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connect
         }
         batch.write(p.node, e.slot_offset + kSlotVersionOffset, b.data(), static_cast<uint32_t>(b.size()));
         ++report.replicas_restored;
+        if (crash && crash->armed()) {
+          // One replica at a time: a recovery leader may die between them.
+          if (Status s = batch.run(); !s) return Status(s.code(), "rolling back: " + s.message());
+          batch.clear();
+          hit(crash, CrashPoint::kRecoveryAfterRollback);
+        }
       }
       if (Status s = batch.run(); !s) return Status(s.code(), "rolling back: " + s.message());
+      if (!(crash && crash->armed())) hit(crash, CrashPoint::kRecoveryAfterRollback);
     }
     for (const Probe& p : probes) {
       LatchSite site{p.node, rec.entries[p.entry].slot_offset};
@@ -139,11 +151,13 @@ Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connect
   return report;
 }
 
-Status truncate_lanes(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid) {
+Status truncate_lanes(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
+                      CrashInjector* crash) {
   const LaneMap& lanes = cluster.lanes();
   if (pid == 0 || pid > lanes.max_pid()) {
     return Status(Errc::kInvalidArgument, fmt::format("pid {} has no log lanes", pid));
   }
+  hit(crash, CrashPoint::kBeforeTruncate);
   static constexpr uint8_t kZeros[sizeof(LogRecordHeader)] = {};
   OpBatch batch(conns, batch_timeout(cluster));
   for (size_t n : cluster.log_node_indexes(pid)) {
@@ -153,11 +167,14 @@ Status truncate_lanes(const Cluster& cluster, std::span<Connection* const> conns
                   sizeof kZeros);
     }
   }
-  return batch.run();
+  if (Status s = batch.run(); !s) return s;
+  hit(crash, CrashPoint::kAfterTruncate);
+  return Status();
 }
 
 Result<uint32_t> sweep_stray_latches(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
-                                     std::span<const LatchSite> sites) {
+                                     std::span<const LatchSite> sites, CrashInjector* crash) {
+  hit(crash, CrashPoint::kBeforeSweep);
   std::vector<uint64_t> words(sites.size(), 0);
   OpBatch batch(conns, batch_timeout(cluster));
   std::vector<size_t> reads(sites.size(), SIZE_MAX);
@@ -183,6 +200,7 @@ Result<uint32_t> sweep_stray_latches(const Cluster& cluster, std::span<Connectio
     if (words[i] == kLatchFree) continue;
     if (batch.value(cas_ops[k++]) == words[i]) ++released;  // else stolen meanwhile: fine
   }
+  hit(crash, CrashPoint::kAfterSweep);
   return released;
 }
 

@@ -37,6 +37,7 @@
 #include "common/status.h"
 #include "common/transport/transport.h"
 #include "compute/cluster.h"
+#include "compute/crash_points.h"
 
 namespace pandora {
 
@@ -56,14 +57,18 @@ struct LogRecoveryReport {
   std::vector<LatchSite> latch_sites;
 };
 
+// `crash` (optional, not owned): crash points of the recovery coordinator
+// itself (compute/crash_points.h); with an armed injector the roll-back
+// WRITEs are issued one at a time so it can stop between any two of them.
 Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
-                                       const Logger& logger);
+                                       const Logger& logger, CrashInjector* crash = nullptr);
 
 // Zeroes the record header of each of the pid's lanes on its live log nodes.
-Status truncate_lanes(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid);
+Status truncate_lanes(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
+                      CrashInjector* crash = nullptr);
 
 // Returns how many latches were released.
 Result<uint32_t> sweep_stray_latches(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
-                                     std::span<const LatchSite> sites);
+                                     std::span<const LatchSite> sites, CrashInjector* crash = nullptr);
 
 }  // namespace pandora

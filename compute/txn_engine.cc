@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <ctime>
 
 #include <fmt/format.h>
 
@@ -28,6 +29,19 @@ struct LatchIntent {
   uint64_t reserved[4];
 };
 static_assert(sizeof(LatchIntent) == kLatchIntentBytes);
+
+uint64_t realtime_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// First 8 bytes of a value, little-endian (shorter values zero-extended).
+uint64_t prefix8(const std::vector<uint8_t>& v) {
+  uint64_t x = 0;
+  if (!v.empty()) std::memcpy(&x, v.data(), std::min<size_t>(8, v.size()));
+  return x;
+}
 
 }  // namespace
 
@@ -120,6 +134,7 @@ void TxnEngine::begin() {
   intent_bufs_.clear();
   std::fill(ford_cursor_.begin(), ford_cursor_.end(), 0);
   start_ops_ = ops_.counters();
+  if (observer_) begin_ns_ = realtime_ns();
   if (lane_ == UINT32_MAX) {
     state_ = AbortReason::kInvalid;
     detail_ = Status(Errc::kInvalidArgument, fmt::format("coordinator {} has no log lane", coordinator_));
@@ -270,7 +285,9 @@ AbortReason TxnEngine::write_intent(const Item& it) {
                kLatchIntentBytes);
   }
   ops_.wait_all();
-  return ops_.first_error() == Errc::kOk ? AbortReason::kNone : AbortReason::kTransport;
+  if (ops_.first_error() != Errc::kOk) return AbortReason::kTransport;
+  crash(CrashPoint::kAfterLatchIntent);
+  return AbortReason::kNone;
 }
 
 AbortReason TxnEngine::log_ford_undo(Item& it) {
@@ -300,6 +317,7 @@ AbortReason TxnEngine::log_ford_undo(Item& it) {
                static_cast<uint32_t>(it.ford_undo.size()));
     ford_cursor_[n] += size;
   }
+  crash(CrashPoint::kAfterFordUndo);
   return AbortReason::kNone;
 }
 
@@ -318,6 +336,7 @@ AbortReason TxnEngine::acquire_existing(Item& it) {
     it.image.resize(t.slot_bytes);
     post_latch(it, 0, static_cast<uint32_t>(t.slot_bytes));
     if (AbortReason r = settle_latches(it, static_cast<uint32_t>(t.slot_bytes)); r != AbortReason::kNone) return r;
+    crash(CrashPoint::kAfterLatchCas);
     SlotView v(it.image.data());
     if (v.occupied() && v.key() == it.key) {
       it.old_version = v.version();
@@ -340,6 +359,7 @@ AbortReason TxnEngine::acquire_existing(Item& it) {
 AbortReason TxnEngine::settle_blind_write(Item& it) {
   const TableEntry& t = *it.t;
   if (AbortReason r = settle_latches(it, static_cast<uint32_t>(t.slot_bytes)); r != AbortReason::kNone) return r;
+  crash(CrashPoint::kAfterLatchCas);
   SlotView v(it.image.data());
   if (v.occupied() && v.key() == it.key) {
     it.old_version = v.version();
@@ -400,6 +420,7 @@ ItemResult<std::span<const uint8_t>> TxnEngine::read(uint32_t table, uint64_t ke
   if (live_owner(v.latch())) return fail(AbortReason::kLatched);
   it.read_version = v.version();
   it.value.assign(v.value(), v.value() + t->value_size);
+  crash(CrashPoint::kAfterExecRead);
   return std::span<const uint8_t>(it.value);
 }
 
@@ -525,6 +546,7 @@ AbortReason TxnEngine::insert(uint32_t table, uint64_t key, std::span<const uint
   it.value.assign(value.begin(), value.end());
   if (AbortReason r = read_path(it, true, scratch_); r != AbortReason::kNone) return transport_failure();
   if (find_in_path(it, scratch_, t->max_probe)) return fail(AbortReason::kDuplicate);
+  crash(CrashPoint::kInsertAfterPathRead);
 
   // Unoccupied slots of the path on the primary, in path order.
   std::vector<uint64_t> candidates;
@@ -550,6 +572,7 @@ AbortReason TxnEngine::insert(uint32_t table, uint64_t key, std::span<const uint
     if (AbortReason r = settle_latches(it, sizeof(SlotHeader)); r != AbortReason::kNone) {
       return r == AbortReason::kTransport ? transport_failure() : fail(r);
     }
+    crash(CrashPoint::kInsertAfterLatch);
     bool free_everywhere = true;
     uint64_t max_version = 0;
     for (size_t r = 0; r < replicas; ++r) {
@@ -562,6 +585,7 @@ AbortReason TxnEngine::insert(uint32_t table, uint64_t key, std::span<const uint
     }
     if (free_everywhere) {
       it.old_version = max_version;
+      crash(CrashPoint::kInsertAfterSlotCheck);
       if (mode_ == ProtocolMode::kFord) {
         if (AbortReason r = log_ford_undo(it); r != AbortReason::kNone) return fail(r);
       }
@@ -698,11 +722,22 @@ AbortReason TxnEngine::build_and_post_log() {
                                  log_buf_.size(), capacity));
     return AbortReason::kInvalid;
   }
+  logged_ = true;
+  if (stepwise()) {
+    for (size_t n : log_nodes_) {
+      ops_.write(n, cluster_.lane_address(n, lane_), log_buf_.data(), static_cast<uint32_t>(log_buf_.size()));
+      ops_.wait_all();
+      if (ops_.first_error() != Errc::kOk) return AbortReason::kTransport;
+      crash(CrashPoint::kAfterLogWrite);
+    }
+    return AbortReason::kNone;
+  }
   for (size_t n : log_nodes_) {
     ops_.write(n, cluster_.lane_address(n, lane_), log_buf_.data(), static_cast<uint32_t>(log_buf_.size()));
   }
   ops_.flush();
-  logged_ = true;
+  // Not armed: the hook only counts (coverage); nothing can fire here.
+  for (size_t i = 0; i < log_nodes_.size(); ++i) crash(CrashPoint::kAfterLogWrite);
   return AbortReason::kNone;
 }
 
@@ -729,6 +764,14 @@ void TxnEngine::post_commit_writes() {
       if (it.access == Access::kInsert) ops_.write(n, it.slot, &it.key, sizeof it.key);
       if (has_value) ops_.write(n, it.slot + sizeof(SlotHeader), it.value.data(), t.value_size);
       ops_.write(n, it.slot + kSlotVersionOffset, it.commit_buf.data(), 16);
+      if (stepwise()) {
+        // One replica at a time, so a crash can leave some replicas new and
+        // others old. A failure shows in first_error() for the caller.
+        ops_.wait_all();
+        if (ops_.first_error() == Errc::kOk) crash(CrashPoint::kAfterCommitWrite);
+      } else {
+        crash(CrashPoint::kAfterCommitWrite);  // counts only (not armed)
+      }
     }
   }
 }
@@ -763,6 +806,7 @@ CommitOutcome TxnEngine::commit() {
   // posts the validation READs first instead).
   if (!bugs_.relaxed_latches) {
     if (AbortReason r = settle_pending(); r != AbortReason::kNone) return aborted(r);
+    crash(CrashPoint::kAfterSettle);
   }
   // Bug: log before the decision.
   if (bugs_.lost_decision && has_writes && !logged_) {
@@ -777,6 +821,7 @@ CommitOutcome TxnEngine::commit() {
     ops_.wait_all();
     if (ops_.first_error() != Errc::kOk) return aborted(AbortReason::kTransport);
     if (AbortReason r = validate_check(); r != AbortReason::kNone) return aborted(r);
+    crash(CrashPoint::kAfterValidation);
   }
   // Logging phase: only after validation succeeded (ford has none).
   if (has_writes && !logged_ && mode_ != ProtocolMode::kFord) {
@@ -800,9 +845,14 @@ CommitOutcome TxnEngine::commit() {
   for (Item& it : items_) {
     if (it.access == Access::kInsert) cache_.put(it.table_id, it.key, it.slot);
   }
+  crash(CrashPoint::kBeforeUnlatch);
   // Committed. Release own latches.
+  const bool step = stepwise();
   for (Item& it : items_) {
-    if (is_write(it)) release_item(it, false);
+    if (!is_write(it)) continue;
+    release_item(it, false);
+    if (step) ops_.wait_all();
+    crash(CrashPoint::kAfterUnlatch);
   }
   ops_.wait_all();
   account_finish(true, AbortReason::kNone);
@@ -822,8 +872,14 @@ AbortReason TxnEngine::finish_abort(AbortReason r) {
   for (Item& it : items_) {
     for (size_t i = 0; i < it.latches.size(); ++i) refresh_latch(it, i);
   }
+  const bool step = stepwise();
   for (Item& it : items_) {
-    if (is_write(it)) release_item(it, bugs_.complicit_abort);
+    if (!is_write(it)) continue;
+    bool held = false;
+    for (const ReplicaLatch& l : it.latches) held |= l.state == LatchState::kHeld;
+    release_item(it, bugs_.complicit_abort);
+    if (step) ops_.wait_all();
+    if (held) crash(CrashPoint::kAfterAbortRelease);
   }
   ops_.wait_all();
   state_ = r;
@@ -840,6 +896,61 @@ void TxnEngine::account_finish(bool committed, AbortReason r) {
   } else {
     ++counters_.aborts[static_cast<size_t>(r)];
   }
+  if (observer_) emit_trace(committed, r);
+}
+
+void TxnEngine::emit_trace(bool committed, AbortReason r) {
+  TxnTrace trace;
+  trace.pid = pid_;
+  trace.coordinator = coordinator_;
+  trace.seq = seq_;
+  trace.begin_ns = begin_ns_;
+  trace.end_ns = realtime_ns();
+  trace.committed = committed;
+  trace.reason = r;
+  trace.items.reserve(items_.size());
+  for (const Item& it : items_) {
+    TraceItem ti;
+    ti.table = it.table_id;
+    ti.key = it.key;
+    switch (it.access) {
+      case Access::kRead:
+        ti.op = TraceOp::kRead;
+        ti.present = !it.value.empty();  // a read that found no key has no value
+        ti.read_version = it.read_version;
+        ti.read_value = prefix8(it.value);
+        break;
+      case Access::kUpdate:
+      case Access::kWrite:
+        ti.op = TraceOp::kUpdate;
+        // The version seen under the latch (equal to read_version when the
+        // item was read first, else the transaction aborted).
+        ti.read_version = it.old_version;
+        ti.write_version = it.old_version + 1;
+        ti.read_value = prefix8(it.undo);
+        ti.write_value = prefix8(it.value);
+        break;
+      case Access::kInsert:
+        ti.op = TraceOp::kInsert;
+        ti.present = false;
+        ti.write_version = it.old_version + 1;
+        ti.write_value = prefix8(it.value);
+        break;
+      case Access::kDelete:
+        ti.op = TraceOp::kDelete;
+        ti.read_version = it.old_version;
+        ti.write_version = it.old_version + 1;
+        ti.read_value = prefix8(it.undo);
+        break;
+      case Access::kNoop:
+        continue;  // inserted and removed again: nothing installed
+    }
+    // An aborted transaction installed nothing (and may not even know the
+    // version it would have installed).
+    if (!committed) ti.write_version = 0;
+    trace.items.push_back(ti);
+  }
+  observer_->on_txn_end(trace);
 }
 
 }  // namespace pandora

@@ -52,6 +52,12 @@
 // growing down), waited for before the CAS is posted.
 //
 // Bug switches (compute_config.h) re-create FORD's bugs in the pandora path.
+//
+// Test hooks: set_crash_injector() attaches crash points
+// (compute/crash_points.h; a null check when detached, and with an armed
+// injector multi-target steps are posted one target at a time);
+// set_observer() receives a TxnTrace (compute/txn_trace.h) of every
+// transaction at commit or abort (built only while attached).
 #pragma once
 
 #include <array>
@@ -66,8 +72,10 @@
 #include "common/logger.h"
 #include "compute/address_cache.h"
 #include "compute/cluster.h"
+#include "compute/crash_points.h"
 #include "compute/remote_ops.h"
 #include "compute/txn.h"
+#include "compute/txn_trace.h"
 
 namespace pandora {
 
@@ -117,6 +125,12 @@ class TxnEngine final : public Txn {
   const TxnCounters& counters() const { return counters_; }
   // Detail of the last kTransport / kInvalid abort.
   const Status& last_detail() const { return detail_; }
+
+  // Receives a TxnTrace of every transaction that ends (commit or abort)
+  // from now on; null detaches. The trace is only built while attached.
+  void set_observer(TxnObserver* observer) { observer_ = observer; }
+  // Crash points (compute/crash_points.h); null detaches. Not owned.
+  void set_crash_injector(CrashInjector* crash) { crash_ = crash; }
 
  private:
   enum class Access : uint8_t { kRead, kUpdate, kWrite, kInsert, kDelete, kNoop };
@@ -186,6 +200,15 @@ class TxnEngine final : public Txn {
 
   AbortReason finish_abort(AbortReason r);
   void account_finish(bool committed, AbortReason r);
+  void emit_trace(bool committed, AbortReason r);
+
+  // Crash-point hook: a null check when no injector is attached.
+  void crash(CrashPoint p) {
+    if (crash_) crash_->hit(p);
+  }
+  // Post multi-target steps one target at a time (an armed injector can
+  // then stop the node between any two of them).
+  bool stepwise() const { return crash_ && crash_->armed(); }
 
   Cluster& cluster_;
   const TableDirectory& dir_;
@@ -215,6 +238,9 @@ class TxnEngine final : public Txn {
   OpCounters last_ops_;
   TxnCounters counters_;
   const uint64_t zero_ = 0;
+  TxnObserver* observer_ = nullptr;
+  CrashInjector* crash_ = nullptr;
+  uint64_t begin_ns_ = 0;
 };
 
 }  // namespace pandora
