@@ -47,9 +47,7 @@
 #include "litmus/driver/litmus_spec.h"
 #include "litmus/driver/memd_launcher.h"
 #include "litmus/driver/shared_page.h"
-#ifdef PANDORA_LITMUS_HAVE_HISTORY
 #include "litmus/history/history.h"
-#endif
 
 namespace pandora::litmus {
 namespace {
@@ -260,7 +258,6 @@ int Driver::child_main(size_t slot, uint16_t pid) {
     inj.arm_random(p_crash_, seed, CrashInjector::Scope::kCompute);
   }
   TxnObserver* observer = nullptr;
-#ifdef PANDORA_LITMUS_HAVE_HISTORY
   // One history file per compute process (FILE.<pid>), flushed after every
   // transaction so that a crash loses only the transaction it interrupted
   // (whose outcome recovery decides).
@@ -274,7 +271,6 @@ int Driver::child_main(size_t slot, uint16_t pid) {
     writer = std::move(*w);
     observer = writer.get();
   }
-#endif
   for (size_t w = 0; w < (*sched)->thread_count(); ++w) {
     Worker& worker = (*sched)->worker(w);
     for (size_t k = 0; k < worker.coordinator_count(); ++k) {
@@ -283,9 +279,7 @@ int Driver::child_main(size_t slot, uint16_t pid) {
     }
   }
   auto flush_history = [&] {
-#ifdef PANDORA_LITMUS_HAVE_HISTORY
     if (writer) (void)writer->flush();
-#endif
   };
   // One worker thread: the coordinators share `seen` without a race.
   (*sched)->run([&](Coordinator& co) {
@@ -786,11 +780,6 @@ int litmus_main(int argc, char** argv) {
   base.coordinators = static_cast<uint32_t>(o.coordinators);
   base.lane_bytes = 2048;
   base.shards = 64;
-#ifndef PANDORA_LITMUS_HAVE_HISTORY
-  if (!o.history.empty()) {
-    return fail("--history: the history recorder (litmus/history) is not part of this build");
-  }
-#endif
   if (!o.memory_nodes.empty()) {
     ComputeFlags f;
     f.memory_nodes = o.memory_nodes;

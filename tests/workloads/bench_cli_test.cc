@@ -8,6 +8,11 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "litmus/history/checker.h"
+#include "litmus/history/history.h"
+#include "litmus/history/report.h"
 #include "tests/workloads/workload_test_support.h"
 
 namespace pandora::testing {
@@ -125,6 +130,29 @@ TEST(BenchEndToEnd, LoadRunAndCheckAgainstTwoDaemons) {
   EXPECT_NE(json.find("\"commits_per_second\": "), std::string::npos) << json;
   EXPECT_NE(json.find("\"passed\": true"), std::string::npos) << json;
   EXPECT_NE(json.find("\"p999\": "), std::string::npos) << json;
+
+  // Attach to the same load: SmallBank on shm under pandora, recording the
+  // history; the checker must find every transaction and no anomaly.
+  const std::string hist = out_dir.path() + "/run.hist";
+  args = common;
+  for (const char* a : {"--workload", "smallbank", "--seconds", "1", "--warmup-seconds", "0", "--backend", "shm",
+                        "--compute-id", "4"}) {
+    args.push_back(a);
+  }
+  args.erase(std::find(args.begin(), args.end(), "--keys"), std::find(args.begin(), args.end(), "--keys") + 2);
+  args.erase(std::find(args.begin(), args.end(), "--compute-id"), std::find(args.begin(), args.end(), "--compute-id") + 2);
+  args.push_back("--history");
+  args.push_back(hist);
+  ASSERT_EQ(bench(args, &out), 0) << out;
+  auto traces = history::read_history(hist);
+  ASSERT_TRUE(traces) << traces.status().to_string();
+  ASSERT_GT(traces->size(), 100u) << out;
+  EXPECT_NE(out.find(fmt::format("history: {} transactions recorded", traces->size())), std::string::npos) << out;
+  const history::Report report_h = history::check(*traces);
+  EXPECT_TRUE(report_h.clean()) << history::format_report_text(report_h);
+  EXPECT_GT(report_h.summary.committed, 100u);
+  EXPECT_GT(report_h.summary.edges[0] + report_h.summary.edges[1] + report_h.summary.edges[2], 0u)
+      << "a contended run must produce dependency edges";
 
   // Attach to the same load: SmallBank on shm, ford protocol.
   args = common;

@@ -12,6 +12,7 @@
 #include "compute/lane_map.h"
 #include "compute/loader.h"
 #include "compute/scheduler.h"
+#include "litmus/history/history.h"
 #include "workloads/bench/registry.h"
 #include "workloads/bench/report.h"
 #include "workloads/bench/runner.h"
@@ -137,6 +138,21 @@ int run_bench(const BenchConfig& cfg) {
       fail(fmt::format("starting the worker threads: {}", sched.status().to_string()));
       return 1;
     }
+    // One recorder for every coordinator: it serialises whole lines, so
+    // concurrent coordinators never interleave.
+    std::unique_ptr<history::HistoryWriter> recorder;
+    if (!cfg.history_path.empty()) {
+      auto w = history::HistoryWriter::create(cfg.history_path);
+      if (!w) {
+        fail(fmt::format("--history: {}", w.status().to_string()));
+        return 1;
+      }
+      recorder = std::move(*w);
+      for (size_t i = 0; i < (*sched)->thread_count(); ++i) {
+        Worker& worker = (*sched)->worker(i);
+        for (size_t k = 0; k < worker.coordinator_count(); ++k) worker.coordinator(k).engine().set_observer(recorder.get());
+      }
+    }
     RunOptions ro;
     ro.warmup = std::chrono::seconds(cfg.warmup_seconds);
     ro.measure = std::chrono::seconds(cfg.seconds);
@@ -151,6 +167,13 @@ int run_bench(const BenchConfig& cfg) {
     if (!stats) {
       fail(stats.status().message());
       return 1;
+    }
+    if (recorder) {
+      if (Status st = recorder->close(); !st) {
+        fail(fmt::format("--history: writing {} failed: {}", cfg.history_path, st.to_string()));
+        return 1;
+      }
+      fmt::print("history: {} transactions recorded in {}\n", recorder->written(), cfg.history_path);
     }
     summary.stats = std::move(*stats);
   }

@@ -67,6 +67,9 @@ BenchArgs parse_bench_args(int argc, const char* const* argv) {
   opts.add_u64("seconds", &cfg.seconds, "measured run time in seconds (0: load and/or check only)", 0, 86400);
   opts.add_u64("warmup-seconds", &cfg.warmup_seconds, "run time before measuring starts", 0, 3600);
   opts.add_string("report", &cfg.report_path, "write a JSON report of the run to this file");
+  opts.add_string("history", &cfg.history_path,
+                  "record every transaction of the run (versions read and installed, JSON lines) to this file; "
+                  "check it with pandora-history-check");
   opts.add_u64("timeline-ms", &cfg.timeline_ms, "width of one throughput-timeline bucket in milliseconds", 1,
                60000);
   opts.add_u64("seed", &cfg.seed, "seed of every coordinator's random stream (runs are reproducible per seed)");

@@ -28,6 +28,7 @@ struct BenchConfig {
   uint64_t timeline_ms = 100;
   uint64_t seed = 1;
   std::string report_path;                  // JSON report (empty: none)
+  std::string history_path;                 // transaction history, JSON lines (empty: none)
   bool check = true;                        // end-of-run consistency check
   LogLevel log_level = LogLevel::kWarn;
   MicroOptions micro;
