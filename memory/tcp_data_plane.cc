@@ -78,6 +78,7 @@ struct Conn {
   std::string out;
   size_t out_head = 0;
   bool closing = false;     // no more requests: drain responses, then close
+  bool backlog = false;     // complete requests left in `in` when pump() yielded
   bool shut_wr = false;     // closing and our side is shut down: wait for EOF
   Clock::time_point close_deadline{};
   uint32_t events = 0;      // epoll interest currently registered
@@ -298,12 +299,18 @@ class TcpDataPlane::Worker {
   // interest; loops a few times when the client keeps up, then yields to
   // other connections.
   void pump(Conn& c) {
+    bool output_full = false;
     for (int round = 0; round < 4; ++round) {
-      bool output_full = false;
+      output_full = false;
       if (!c.closing) output_full = execute_batch(c);
       if (!send_pending(c)) return;  // closed
       if (!output_full || c.pending_out() >= TcpDataPlane::kMaxPendingOutput / 2) break;
     }
+    // Requests still buffered (the rounds ran out while the client kept up)
+    // may never see another EPOLLIN: the client may have sent everything
+    // already. Ask for EPOLLOUT, which a writable socket reports at once, so
+    // this connection resumes after the others had their turn.
+    c.backlog = output_full && !c.closing;
     if (c.closing && c.pending_out() == 0 && !c.shut_wr) {
       // All responses are out; tell the client we are done and wait
       // (bounded) for its EOF so the last bytes are not lost to a reset.
@@ -456,7 +463,7 @@ class TcpDataPlane::Worker {
     uint32_t want = 0;
     if (c.shut_wr) want = EPOLLIN;  // waiting for EOF
     else if (!c.closing && c.pending_out() < TcpDataPlane::kMaxPendingOutput) want |= EPOLLIN;
-    if (c.pending_out() > 0) want |= EPOLLOUT;
+    if (c.pending_out() > 0 || c.backlog) want |= EPOLLOUT;
     if (want == c.events) return;
     epoll_event ev{};
     ev.events = want;

@@ -424,6 +424,26 @@ TEST_F(LiveTest, ClientThatNeverReadsIsThrottledNotServedForever) {
   }
 }
 
+TEST_F(LiveTest, PipelinedRequestsAllExecuteWhenTheClientReadsAsFastAsTheyCome) {
+  // All 256 requests arrive in one send (10 KiB), so after the first read
+  // the daemon gets no further EPOLLIN; the 256 MiB of responses exceed what
+  // one pump() may produce before yielding to other connections. Every
+  // request must still be executed (a daemon that waits for more input
+  // before resuming its backlog stalls here).
+  RawPeer peer(memd_.endpoint().port);
+  ASSERT_TRUE(peer.open_data_plane(cluster(), secret(), 5));
+  const uint32_t len = 1u << 20;
+  std::string reqs;
+  for (uint64_t i = 0; i < 256; ++i) reqs += request_frame(wire::Op::kRead, kDataOffset, len, i);
+  ASSERT_TRUE(peer.send(reqs));
+  for (uint64_t i = 0; i < 256; ++i) {
+    auto r = peer.recv_response(10s);
+    ASSERT_TRUE(r) << "response " << i << " never came";
+    ASSERT_EQ(r->header.tag, i);
+    ASSERT_EQ(r->payload.size(), len);
+  }
+}
+
 TEST_F(LiveTest, FenceStopsTcpClientAndSurvivesRestart) {
   auto victim = tcp(7);
   auto bystander = tcp(8);
