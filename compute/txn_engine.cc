@@ -390,10 +390,23 @@ AbortReason TxnEngine::settle_pending() {
 
 // ---- the API ---------------------------------------------------------------
 
-ItemResult<std::span<const uint8_t>> TxnEngine::read(uint32_t table, uint64_t key) {
+// The start of every Txn call: the transaction is active, the table exists
+// and, for calls that carry a value, the value has the table's size.
+AbortReason TxnEngine::start_call(uint32_t table, const TableEntry** t, const std::span<const uint8_t>* value) {
   if (AbortReason r = check_active(); r != AbortReason::kNone) return r;
-  const TableEntry* t = dir_.find(table);
-  if (!t) return fail(AbortReason::kInvalid, Status(Errc::kInvalidArgument, fmt::format("unknown table {}", table)));
+  *t = dir_.find(table);
+  if (!*t) return fail(AbortReason::kInvalid, Status(Errc::kInvalidArgument, fmt::format("unknown table {}", table)));
+  if (value && value->size() != (*t)->value_size) {
+    return fail(AbortReason::kInvalid, Status(Errc::kInvalidArgument,
+                                              fmt::format("table {} values have {} bytes, got {}", table,
+                                                          (*t)->value_size, value->size())));
+  }
+  return AbortReason::kNone;
+}
+
+ItemResult<std::span<const uint8_t>> TxnEngine::read(uint32_t table, uint64_t key) {
+  const TableEntry* t = nullptr;
+  if (AbortReason r = start_call(table, &t); r != AbortReason::kNone) return r;
   if (Item* it = find(table, key)) {
     if (it->access == Access::kDelete || it->access == Access::kNoop) return fail(AbortReason::kNotFound);
     return std::span<const uint8_t>(it->value);
@@ -425,9 +438,8 @@ ItemResult<std::span<const uint8_t>> TxnEngine::read(uint32_t table, uint64_t ke
 }
 
 ItemResult<std::span<uint8_t>> TxnEngine::update(uint32_t table, uint64_t key) {
-  if (AbortReason r = check_active(); r != AbortReason::kNone) return r;
-  const TableEntry* t = dir_.find(table);
-  if (!t) return fail(AbortReason::kInvalid, Status(Errc::kInvalidArgument, fmt::format("unknown table {}", table)));
+  const TableEntry* t = nullptr;
+  if (AbortReason r = start_call(table, &t); r != AbortReason::kNone) return r;
   Item* it = find(table, key);
   if (it) {
     switch (it->access) {
@@ -453,14 +465,8 @@ ItemResult<std::span<uint8_t>> TxnEngine::update(uint32_t table, uint64_t key) {
 }
 
 AbortReason TxnEngine::write(uint32_t table, uint64_t key, std::span<const uint8_t> value) {
-  if (AbortReason r = check_active(); r != AbortReason::kNone) return r;
-  const TableEntry* t = dir_.find(table);
-  if (!t || value.size() != t->value_size) {
-    return fail(AbortReason::kInvalid,
-                Status(Errc::kInvalidArgument, t ? fmt::format("table {} values have {} bytes, got {}", table,
-                                                               t->value_size, value.size())
-                                                 : fmt::format("unknown table {}", table)));
-  }
+  const TableEntry* t = nullptr;
+  if (AbortReason r = start_call(table, &t, &value); r != AbortReason::kNone) return r;
   Item* it = find(table, key);
   if (it) {
     switch (it->access) {
@@ -520,14 +526,8 @@ AbortReason TxnEngine::write(uint32_t table, uint64_t key, std::span<const uint8
 }
 
 AbortReason TxnEngine::insert(uint32_t table, uint64_t key, std::span<const uint8_t> value) {
-  if (AbortReason r = check_active(); r != AbortReason::kNone) return r;
-  const TableEntry* t = dir_.find(table);
-  if (!t || value.size() != t->value_size) {
-    return fail(AbortReason::kInvalid,
-                Status(Errc::kInvalidArgument, t ? fmt::format("table {} values have {} bytes, got {}", table,
-                                                               t->value_size, value.size())
-                                                 : fmt::format("unknown table {}", table)));
-  }
+  const TableEntry* t = nullptr;
+  if (AbortReason r = start_call(table, &t, &value); r != AbortReason::kNone) return r;
   if (Item* it = find(table, key)) {
     switch (it->access) {
       case Access::kDelete:  // delete then insert: the row stays, with the new value
@@ -598,9 +598,8 @@ AbortReason TxnEngine::insert(uint32_t table, uint64_t key, std::span<const uint
 }
 
 AbortReason TxnEngine::remove(uint32_t table, uint64_t key) {
-  if (AbortReason r = check_active(); r != AbortReason::kNone) return r;
-  const TableEntry* t = dir_.find(table);
-  if (!t) return fail(AbortReason::kInvalid, Status(Errc::kInvalidArgument, fmt::format("unknown table {}", table)));
+  const TableEntry* t = nullptr;
+  if (AbortReason r = start_call(table, &t); r != AbortReason::kNone) return r;
   Item* it = find(table, key);
   if (it) {
     switch (it->access) {

@@ -173,6 +173,7 @@ class TxnEngine final : public Txn {
   Item* find(uint32_t table, uint64_t key);
   Item& add_item(uint32_t table, const TableEntry& t, uint64_t key, Access a);
   AbortReason check_active();
+  AbortReason start_call(uint32_t table, const TableEntry** t, const std::span<const uint8_t>* value = nullptr);
   AbortReason fail(AbortReason r, Status detail = {});
   AbortReason transport_failure();
 
