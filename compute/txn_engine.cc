@@ -356,6 +356,24 @@ AbortReason TxnEngine::acquire_existing(Item& it) {
   return AbortReason::kNotFound;
 }
 
+// A delete frees the slot on every replica, so it latches the backups too
+// and keeps them until it is decided. With the primary alone latched, the
+// slot would be free and unlatched on a backup once the commit WRITE lands
+// there, and an insert of a key of another shard whose replicas include
+// that backup (but not the primary) could take it; if the deleting
+// transaction then needed to be rolled back, recovery could not put the row
+// back on that backup (it only restores replicas still showing its own
+// version) and the key would be left without its backup copy.
+AbortReason TxnEngine::latch_backups(Item& it) {
+  const size_t n = it.replicas.size();
+  if (it.latches.size() >= n) return AbortReason::kNone;
+  const TableEntry& t = *it.t;
+  it.image.resize(n * t.slot_bytes);  // keeps the primary's image in front
+  it.latches.resize(n);
+  for (size_t r = 1; r < n; ++r) post_latch(it, r, sizeof(SlotHeader));
+  return settle_latches(it, sizeof(SlotHeader));
+}
+
 AbortReason TxnEngine::settle_blind_write(Item& it) {
   const TableEntry& t = *it.t;
   if (AbortReason r = settle_latches(it, static_cast<uint32_t>(t.slot_bytes)); r != AbortReason::kNone) return r;
@@ -610,7 +628,7 @@ AbortReason TxnEngine::remove(uint32_t table, uint64_t key) {
       case Access::kUpdate:
       case Access::kWrite:
         it->access = Access::kDelete;
-        return AbortReason::kNone;
+        break;
       case Access::kInsert:
         it->access = Access::kNoop;
         return AbortReason::kNone;
@@ -621,9 +639,13 @@ AbortReason TxnEngine::remove(uint32_t table, uint64_t key) {
   } else {
     it = &add_item(table, *t, key, Access::kDelete);
   }
-  if (AbortReason r = acquire_existing(*it); r != AbortReason::kNone) {
-    return r == AbortReason::kTransport ? transport_failure() : fail(r);
+  AbortReason r = AbortReason::kNone;
+  if (it->latches.empty() || it->latches[0].state != LatchState::kHeld) {
+    // New, read before, or a blind write whose latch is still pending.
+    r = it->latches.empty() ? acquire_existing(*it) : settle_blind_write(*it);
   }
+  if (r == AbortReason::kNone) r = latch_backups(*it);
+  if (r != AbortReason::kNone) return r == AbortReason::kTransport ? transport_failure() : fail(r);
   return AbortReason::kNone;
 }
 

@@ -26,6 +26,10 @@
 //    insert re-reads its path: the key committed elsewhere -> kDuplicate;
 //    another unoccupied slot on the path latched by a live owner (possibly an
 //    insert of the same key) -> kValidationFailed.
+//  * Deletes latch the slot on every replica too: a delete frees it on each,
+//    and a backup whose slot is free but unlatched could be taken by another
+//    shard's insert before a crashed delete is rolled back, leaving the key
+//    without its backup (tests/compute/crash_test.cc).
 //  * Validation only after every latch CAS completed: one 16-byte READ
 //    (latch+version) per read-only item; abort if latched by a live owner or
 //    the version moved.
@@ -156,7 +160,7 @@ class TxnEngine final : public Txn {
     bool was_read = false;       // read before it was written: its version must not move
     uint64_t read_version = 0;
     uint64_t old_version = 0;    // version before this txn (max over replicas for inserts)
-    std::vector<ReplicaLatch> latches;        // [0] primary; every replica for inserts
+    std::vector<ReplicaLatch> latches;        // [0] primary; every replica for inserts, deletes
     std::vector<uint8_t> image;               // slot image(s): replicas x slot_bytes
     std::vector<uint8_t> value;               // current value (new image for writes)
     std::vector<uint8_t> undo;                // value before this txn (updates, deletes)
@@ -188,6 +192,7 @@ class TxnEngine final : public Txn {
   void refresh_latch(Item& it, size_t r);
   AbortReason settle_latches(Item& it, uint32_t image_len);  // waits, steals; kNone when all held
   AbortReason acquire_existing(Item& it);                    // latch + verify (+ relocate)
+  AbortReason latch_backups(Item& it);                       // deletes: every replica, not just the primary
   void release_item(Item& it, bool complicit);
   AbortReason write_intent(const Item& it);                  // log-a-latch
   AbortReason log_ford_undo(Item& it);                       // ford

@@ -15,6 +15,7 @@
 #include "common/log_record.h"
 #include "common/slot_layout.h"
 #include "compute/blocking_client.h"
+#include "compute/crash_points.h"
 #include "compute/loader.h"
 #include "compute/log_recovery.h"
 #include "compute/op_batch.h"
@@ -31,6 +32,15 @@ constexpr uint64_t kRows = 16;  // few rows: many conflicts, latches likely held
 constexpr int64_t kStart = 1000;
 
 class CrashTest : public ::testing::TestWithParam<Backend> {};
+
+// Active-link termination: nothing `pid` sent may land after this.
+void fence_everywhere(MemdCluster& memds, uint16_t pid) {
+  for (size_t i = 0; i < memds.size(); ++i) {
+    auto admin = ControlClient::connect(memds.memd(i).endpoint(), memds.memd(i).identity(0), std::chrono::seconds(5));
+    ASSERT_TRUE(admin) << admin.status().to_string();
+    ASSERT_TRUE((*admin)->fence(pid));
+  }
+}
 
 int64_t audit(Cluster& c) {
   int64_t total = 0;
@@ -96,12 +106,7 @@ TEST_P(CrashTest, KilledComputeNodeIsRecoveredFromItsLogsAndItsLatchesAreStolen)
     ASSERT_GE(progress[0].load(), 300u) << "child made no progress";
     child.kill_and_reap();
 
-    // Active-link termination first: nothing the dead pid sent may land later.
-    for (size_t i = 0; i < memds.size(); ++i) {
-      auto admin = ControlClient::connect(memds.memd(i).endpoint(), memds.memd(i).identity(0), std::chrono::seconds(5));
-      ASSERT_TRUE(admin) << admin.status().to_string();
-      ASSERT_TRUE((*admin)->fence(dead));
-    }
+    ASSERT_NO_FATAL_FAILURE(fence_everywhere(memds, dead));
     const auto conns = cluster->bootstrap_connections();
     auto report = recover_logs(*cluster, conns, dead, test_logger());
     ASSERT_TRUE(report) << report.status().to_string();
@@ -244,6 +249,106 @@ TEST_P(CrashTest, RecoveryRollsBackPartialCommitsAndForwardCompleteOnes) {
   auto o = cl.value()->transact([&](Txn& t) { return t.update(kAccounts, 5).reason(); });
   EXPECT_TRUE(o.committed) << abort_reason_name(o.reason);
   EXPECT_EQ(raw_find(*c, kAccounts, 5).latch, 0u);
+}
+
+// A delete that reached every replica of X but not the rest of its
+// transaction frees X's slot on X's backup too. If only the primary were
+// latched, a key of another shard whose replicas include that backup (but
+// not X's primary) could take the slot there before recovery; the roll-back
+// would then restore X on its primary only and leave X without a backup
+// (a later write of X overwrites the other row on it). The deleting
+// transaction must hold the slot on every replica until it is decided.
+TEST_P(CrashTest, SlotFreedOnABackupByAnUndecidedDeleteIsNotReused) {
+  MemdCluster memds(3);
+  ASSERT_TRUE(memds.ok()) << memds.error();
+  constexpr uint64_t kX = 0, kY = 1;
+  auto c = connect_cluster(memds.config(1, GetParam(), 2), {{kAccounts, "accounts", 8, kRows}});
+  ASSERT_TRUE(c);
+  {
+    TableLoader loader(*c);
+    for (uint64_t k : {kX, kY}) ASSERT_TRUE(loader.add(kAccounts, k, i64_value(kStart)));
+    ASSERT_TRUE(loader.finish());
+  }
+  const TableEntry& t = *c->directory().find(kAccounts);
+  const auto xs = c->replica_indexes(c->placement().shard_of(kAccounts, kX));
+  const std::vector<uint16_t> xr(xs.begin(), xs.end());
+  ASSERT_EQ(xr.size(), 2u);
+  const uint16_t third = static_cast<uint16_t>(3 - xr[0] - xr[1]);
+  const RawSlot x = raw_find(*c, kAccounts, kX);
+  ASSERT_TRUE(x.found);
+  const uint64_t bucket = (x.offset - t.offset) / bucket_bytes(t);
+  ASSERT_EQ(x.offset, slot_offset(t, bucket, 0)) << "X is alone in its home bucket";
+  // Z: primary = X's backup, backup = the third node, same home bucket - so
+  // the first free slot of Z's path on Z's primary is X's slot once freed.
+  uint64_t z = 1000;
+  for (;; ++z) {
+    const auto zr = c->replica_indexes(c->placement().shard_of(kAccounts, z));
+    if (zr[0] == xr[1] && zr[1] == third && home_bucket(t, z) == bucket) break;
+    ASSERT_LT(z, 10'000'000u);
+  }
+  ASSERT_EQ(count_rows(*c, third, kAccounts, kX), 0u);
+
+  // Pid 5 deletes X and updates Y; it dies right after X's second replica
+  // write (the commit writes follow the order of the calls).
+  const uint16_t dead = 5;
+  ChildProcess child = ChildProcess::run([config = memds.config(dead, GetParam(), 2)] {
+    auto cc = Cluster::connect(config, test_logger());
+    if (!cc || !(*cc)->load_directory()) return 2;
+    auto client = BlockingClient::create(**cc, 0);
+    if (!client) return 3;
+    std::array<std::atomic<uint64_t>, kCrashPointCount> hits{};
+    CrashInjector inj{CrashInjector::Counters(hits)};
+    inj.arm_point(CrashPoint::kAfterCommitWrite, 2);
+    (*client)->engine().set_crash_injector(&inj);
+    (*client)->transact([&](Txn& txn) {
+      if (AbortReason r = txn.remove(kAccounts, kX); r != AbortReason::kNone) return r;
+      auto v = txn.update(kAccounts, kY);
+      if (v) store_u64((*v).data(), 1);
+      return v.reason();
+    });
+    return 4;  // not reached: the injector kills the process
+  });
+  ASSERT_GT(child.pid(), 0);
+  auto ended = child.wait_for(std::chrono::seconds(60));
+  ASSERT_TRUE(ended && ended->signaled) << "the child did not crash at the armed point";
+  ASSERT_EQ(count_rows(*c, xr[0], kAccounts, kX), 0u);
+  ASSERT_EQ(count_rows(*c, xr[1], kAccounts, kX), 0u);
+
+  // Before the failure is even detected, a live node inserts Z.
+  auto live = BlockingClient::create(*c, 0);
+  ASSERT_TRUE(live);
+  const CommitOutcome zi = (*live)->transact([&](Txn& txn) { return txn.insert(kAccounts, z, i64_value(77)); });
+
+  ASSERT_NO_FATAL_FAILURE(fence_everywhere(memds, dead));
+  const auto conns = c->bootstrap_connections();
+  auto report = recover_logs(*c, conns, dead, test_logger());
+  ASSERT_TRUE(report) << report.status().to_string();
+  EXPECT_EQ(report->rolled_back, 1u);
+  ASSERT_TRUE(truncate_lanes(*c, conns, dead));
+  c->failed_ids().add(dead);
+  ASSERT_TRUE(sweep_stray_latches(*c, conns, dead, report->latch_sites));
+
+  // X is back on both replicas, Y untouched, and Z (if it committed) intact.
+  for (uint16_t n : xr) EXPECT_EQ(count_rows(*c, n, kAccounts, kX), 1u) << "X on node " << n;
+  const RawSlot xp = raw_find(*c, kAccounts, kX), xb = raw_find(*c, kAccounts, kX, 1);
+  EXPECT_EQ(xp.version, xb.version);
+  EXPECT_EQ(xp.value, xb.value);
+  EXPECT_EQ(as_i64(raw_find(*c, kAccounts, kY).value), kStart);
+  if (zi.committed) {
+    const RawSlot zp = raw_find(*c, kAccounts, z), zb = raw_find(*c, kAccounts, z, 1);
+    ASSERT_TRUE(zp.found && zb.found);
+    EXPECT_EQ(as_i64(zp.value), 77);
+    EXPECT_EQ(as_i64(zb.value), 77);
+  }
+  // And the store stays usable: X updated on both replicas, Z readable.
+  auto o = (*live)->transact_retry([&](Txn& txn) {
+    auto v = txn.update(kAccounts, kX);
+    if (v) store_u64((*v).data(), 5);
+    return v.reason();
+  });
+  ASSERT_TRUE(o.committed) << abort_reason_name(o.reason);
+  EXPECT_EQ(as_i64(raw_find(*c, kAccounts, kX, 1).value), 5);
+  if (zi.committed) EXPECT_EQ(as_i64(raw_find(*c, kAccounts, z, 1).value), 77);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CrashTest, ::testing::Values(Backend::kShm, Backend::kTcp),
