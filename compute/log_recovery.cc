@@ -11,19 +11,16 @@
 #include "common/slot_layout.h"
 #include "compute/lane_map.h"
 #include "compute/op_batch.h"
+#include "compute/recovery_ops.h"
 #include "compute/table_geometry.h"
 
 namespace pandora {
 
+using recovery_ops::batch_timeout;
+using recovery_ops::hit;
+using recovery_ops::live;
+
 namespace {
-
-Connection* live(std::span<Connection* const> conns, size_t i) { return i < conns.size() ? conns[i] : nullptr; }
-
-std::chrono::milliseconds batch_timeout(const Cluster& c) { return c.config().op_timeout * 4; }
-
-void hit(CrashInjector* crash, CrashPoint p) {
-  if (crash) crash->hit(p);
-}
 
 // Whether every entry of `r` names a real slot of a known table with images
 // of the table's value size.
@@ -39,6 +36,88 @@ bool record_matches_directory(const Cluster& cluster, const LogRecord& r) {
 }
 
 }  // namespace
+
+Status decide_and_repair(const Cluster& cluster, std::span<Connection* const> conns, const LogRecord& rec,
+                         LogRecoveryReport& report, const Logger& logger, CrashInjector* crash) {
+  ++report.records;
+  const uint16_t pid = latch_pid(rec.txn_id);
+  if (!record_matches_directory(cluster, rec)) {
+    ++report.skipped;
+    logger.warn("pid {}: record of txn {:#x} does not match the table directory; skipped", pid, rec.txn_id);
+    return Status();
+  }
+  struct Probe {
+    size_t entry, node;
+    std::vector<uint8_t> slot;  // header + value as read
+  };
+  std::vector<Probe> probes;
+  for (size_t e = 0; e < rec.entries.size(); ++e) {
+    const uint32_t value_size = cluster.directory().find(rec.entries[e].table_id)->value_size;
+    for (uint16_t n : cluster.replica_indexes(rec.entries[e].shard)) {
+      if (live(conns, n)) probes.push_back(Probe{e, n, std::vector<uint8_t>(sizeof(SlotHeader) + value_size)});
+    }
+  }
+  OpBatch batch(conns, batch_timeout(cluster));
+  for (Probe& p : probes) {
+    batch.read(p.node, rec.entries[p.entry].slot_offset, p.slot.data(), static_cast<uint32_t>(p.slot.size()));
+  }
+  if (Status s = batch.run(); !s) return Status(s.code(), "reading object versions: " + s.message());
+
+  bool complete = true;
+  for (const Probe& p : probes) complete &= SlotView(p.slot.data()).version() >= rec.entries[p.entry].old_version + 1;
+  if (complete) {
+    ++report.rolled_forward;  // every live replica already carries the new image
+  } else {
+    ++report.rolled_back;
+    std::vector<std::vector<uint8_t>> bufs;
+    bufs.reserve(probes.size());
+    batch.clear();
+    for (const Probe& p : probes) {
+      const LogEntry& e = rec.entries[p.entry];
+      const TableEntry& t = *cluster.directory().find(e.table_id);
+      // old+1: the commit WRITEs reached this replica. old: an update's may
+      // have reached it in part - a replica's WRITEs are value, then
+      // version, so a crash between them leaves the new value under the old
+      // version: restore it unless it still holds the undo image. (An
+      // insert's partial WRITEs leave the slot free: meta goes last.) Any
+      // other version is not this transaction's doing.
+      const SlotView v(p.slot.data());
+      const bool torn = e.op != LogOp::kInsert && v.version() == e.old_version &&
+                        std::memcmp(v.value(), e.undo_image.data(), t.value_size) != 0;
+      if (v.version() != e.old_version + 1 && !torn) continue;
+      std::vector<uint8_t>& b = bufs.emplace_back();
+      if (e.op == LogOp::kInsert) {
+        b.resize(16);
+        store_u64(b.data(), e.old_version);
+        store_u64(b.data() + 8, make_slot_meta(0, t.value_size));
+      } else {
+        b.resize(16 + t.value_size);
+        store_u64(b.data(), e.old_version);
+        store_u64(b.data() + 8, make_slot_meta(kSlotOccupied, t.value_size));
+        std::memcpy(b.data() + 16, e.undo_image.data(), t.value_size);
+      }
+      batch.write(p.node, e.slot_offset + kSlotVersionOffset, b.data(), static_cast<uint32_t>(b.size()));
+      ++report.replicas_restored;
+      if (crash && crash->armed()) {
+        // One replica at a time: a recovery leader may die between them.
+        if (Status s = batch.run(); !s) return Status(s.code(), "rolling back: " + s.message());
+        batch.clear();
+        hit(crash, CrashPoint::kRecoveryAfterRollback);
+      }
+    }
+    if (Status s = batch.run(); !s) return Status(s.code(), "rolling back: " + s.message());
+    if (!(crash && crash->armed())) hit(crash, CrashPoint::kRecoveryAfterRollback);
+  }
+  for (const Probe& p : probes) {
+    LatchSite site{p.node, rec.entries[p.entry].slot_offset};
+    if (std::find(report.latch_sites.begin(), report.latch_sites.end(), site) == report.latch_sites.end()) {
+      report.latch_sites.push_back(site);
+    }
+  }
+  logger.info("pid {} txn {:#x}: {} ({} entries)", pid, rec.txn_id, complete ? "rolled forward" : "rolled back",
+              rec.entries.size());
+  return Status();
+}
 
 Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
                                        const Logger& logger, CrashInjector* crash) {
@@ -82,92 +161,33 @@ Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connect
 
   // 3. Decide and repair, record by record.
   for (auto& [where, rec] : records) {
-    ++report.records;
-    if (!record_matches_directory(cluster, rec)) {
-      ++report.skipped;
-      logger.warn("pid {} lane {}: record {} does not match the table directory; skipped", pid, where.first,
-                  where.second);
-      continue;
-    }
-    struct Probe {
-      size_t entry, node;
-      uint8_t header[sizeof(SlotHeader)];
-    };
-    std::vector<Probe> probes;
-    for (size_t e = 0; e < rec.entries.size(); ++e) {
-      for (uint16_t n : cluster.replica_indexes(rec.entries[e].shard)) {
-        if (live(conns, n)) probes.push_back(Probe{e, n, {}});
-      }
-    }
-    batch.clear();
-    for (Probe& p : probes) batch.read(p.node, rec.entries[p.entry].slot_offset, p.header, sizeof p.header);
-    if (Status s = batch.run(); !s) return Status(s.code(), "reading object versions: " + s.message());
-
-    bool complete = true;
-    for (const Probe& p : probes) complete &= SlotView(p.header).version() >= rec.entries[p.entry].old_version + 1;
-    if (complete) {
-      ++report.rolled_forward;  // every live replica already carries the new image
-    } else {
-      ++report.rolled_back;
-      std::vector<std::vector<uint8_t>> bufs;
-      bufs.reserve(probes.size());
-      batch.clear();
-      for (const Probe& p : probes) {
-        const LogEntry& e = rec.entries[p.entry];
-        if (SlotView(p.header).version() != e.old_version + 1) continue;
-        const TableEntry& t = *cluster.directory().find(e.table_id);
-        std::vector<uint8_t>& b = bufs.emplace_back();
-        if (e.op == LogOp::kInsert) {
-          b.resize(16);
-          store_u64(b.data(), e.old_version);
-          store_u64(b.data() + 8, make_slot_meta(0, t.value_size));
-        } else {
-          b.resize(16 + t.value_size);
-          store_u64(b.data(), e.old_version);
-          store_u64(b.data() + 8, make_slot_meta(kSlotOccupied, t.value_size));
-          std::memcpy(b.data() + 16, e.undo_image.data(), t.value_size);
-        }
-        batch.write(p.node, e.slot_offset + kSlotVersionOffset, b.data(), static_cast<uint32_t>(b.size()));
-        ++report.replicas_restored;
-        if (crash && crash->armed()) {
-          // One replica at a time: a recovery leader may die between them.
-          if (Status s = batch.run(); !s) return Status(s.code(), "rolling back: " + s.message());
-          batch.clear();
-          hit(crash, CrashPoint::kRecoveryAfterRollback);
-        }
-      }
-      if (Status s = batch.run(); !s) return Status(s.code(), "rolling back: " + s.message());
-      if (!(crash && crash->armed())) hit(crash, CrashPoint::kRecoveryAfterRollback);
-    }
-    for (const Probe& p : probes) {
-      LatchSite site{p.node, rec.entries[p.entry].slot_offset};
-      if (std::find(report.latch_sites.begin(), report.latch_sites.end(), site) == report.latch_sites.end()) {
-        report.latch_sites.push_back(site);
-      }
-    }
-    logger.info("pid {} lane {} txn {:#x}: {} ({} entries)", pid, where.first, rec.txn_id,
-                complete ? "rolled forward" : "rolled back", rec.entries.size());
+    if (Status s = decide_and_repair(cluster, conns, rec, report, logger, crash); !s) return s;
   }
   return report;
 }
 
-Status truncate_lanes(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
-                      CrashInjector* crash) {
+Status zero_lane_heads(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
+                       std::span<const size_t> nodes) {
   const LaneMap& lanes = cluster.lanes();
   if (pid == 0 || pid > lanes.max_pid()) {
     return Status(Errc::kInvalidArgument, fmt::format("pid {} has no log lanes", pid));
   }
-  hit(crash, CrashPoint::kBeforeTruncate);
   static constexpr uint8_t kZeros[sizeof(LogRecordHeader)] = {};
   OpBatch batch(conns, batch_timeout(cluster));
-  for (size_t n : cluster.log_node_indexes(pid)) {
+  for (size_t n : nodes) {
     if (!live(conns, n)) continue;
     for (uint32_t l = 0; l < kLanesPerCompute; ++l) {
       batch.write(n, cluster.lane_address(n, static_cast<uint32_t>(LaneMap::first_lane(pid) + l)), kZeros,
                   sizeof kZeros);
     }
   }
-  if (Status s = batch.run(); !s) return s;
+  return batch.run();
+}
+
+Status truncate_lanes(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
+                      CrashInjector* crash) {
+  hit(crash, CrashPoint::kBeforeTruncate);
+  if (Status s = zero_lane_heads(cluster, conns, pid, cluster.log_node_indexes(pid)); !s) return s;
   hit(crash, CrashPoint::kAfterTruncate);
   return Status();
 }

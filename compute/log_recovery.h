@@ -16,12 +16,14 @@
 // every entry. If every one shows >= old+1 the transaction finished its
 // commit writes and may have been reported committed: roll forward (nothing
 // lags on live replicas then; counted). Otherwise it cannot have been
-// reported committed: roll back - every replica showing exactly old+1 gets
-// the undo image, the old version and the old occupancy back (inserts become
-// free slots again, deletes occupied again). Latch words are never written:
+// reported committed: roll back - every replica showing old+1 gets the undo
+// image, the old version and the old occupancy back (inserts become free
+// slots again, deletes occupied again); so does a replica still showing old
+// whose value differs from the undo image (an update's commit WRITEs landed
+// in part: value, but not yet version). Latch words are never written:
 // while the dead pid still holds its latches nobody else can move these
 // versions, so re-running gives the same result (idempotent). Records of the
-// `ford` protocol are not handled here (FORD recovers by a full scan).
+// `ford` protocol are not handled here: see ford_recovery.h.
 //
 // sweep_stray_latches, only after the pid is published in failed-ids,
 // releases the pid's latches on the objects its logs named by CAS of the
@@ -33,6 +35,7 @@
 #include <span>
 #include <vector>
 
+#include "common/log_record.h"
 #include "common/logger.h"
 #include "common/status.h"
 #include "common/transport/transport.h"
@@ -62,6 +65,18 @@ struct LogRecoveryReport {
 // WRITEs are issued one at a time so it can stop between any two of them.
 Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
                                        const Logger& logger, CrashInjector* crash = nullptr);
+
+// The decision and repair of step 3 for one logged transaction (every
+// entry of `rec`), as described above; adds to `report`. recover_logs calls
+// it per record; FORD's recovery (ford_recovery.h) per transaction after
+// merging that transaction's per-object records.
+Status decide_and_repair(const Cluster& cluster, std::span<Connection* const> conns, const LogRecord& rec,
+                         LogRecoveryReport& report, const Logger& logger, CrashInjector* crash = nullptr);
+
+// Zeroes the record header at the start of each of the pid's lanes on the
+// live nodes among `nodes`.
+Status zero_lane_heads(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
+                       std::span<const size_t> nodes);
 
 // Zeroes the record header of each of the pid's lanes on its live log nodes.
 Status truncate_lanes(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,

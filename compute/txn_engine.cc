@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "common/log_record.h"
 #include "common/slot_layout.h"
 #include "compute/table_geometry.h"
 
@@ -138,6 +139,12 @@ void TxnEngine::begin() {
   if (lane_ == UINT32_MAX) {
     state_ = AbortReason::kInvalid;
     detail_ = Status(Errc::kInvalidArgument, fmt::format("coordinator {} has no log lane", coordinator_));
+  }
+  if (undecided_) {
+    state_ = AbortReason::kTransport;
+    detail_ = Status(Errc::kIo, fmt::format("coordinator {} left a logged transaction undecided after a transport "
+                                            "failure; this compute node must be recovered before it runs more",
+                                            coordinator_));
   }
 }
 
@@ -319,6 +326,20 @@ AbortReason TxnEngine::log_ford_undo(Item& it) {
   }
   crash(CrashPoint::kAfterFordUndo);
   return AbortReason::kNone;
+}
+
+// ford: the undo records of a transaction that aborts must not outlive its
+// latches, or recovery would take them for an undecided transaction's and
+// undo a later committed write of the same object (FORD's lost decision,
+// ford_recovery.h). Zero the head of every lane written - wait, since the
+// lanes and the latches are on different connections - then release.
+bool TxnEngine::hide_ford_undo() {
+  static constexpr uint8_t kZeros[sizeof(LogRecordHeader)] = {};
+  for (size_t n = 0; n < ford_cursor_.size(); ++n) {
+    if (ford_cursor_[n] != 0) ops_.write(n, cluster_.lane_address(n, lane_), kZeros, sizeof kZeros);
+  }
+  ops_.wait_all();
+  return ops_.first_error() == Errc::kOk;
 }
 
 // Latches an existing key's slot on its primary and checks the slot still
@@ -859,6 +880,7 @@ CommitOutcome TxnEngine::commit() {
     // must not move until recovery decides from the log) and report.
     detail_ = Status(ops_.first_error(), "commit WRITE failed; latches kept for recovery");
     state_ = AbortReason::kTransport;
+    undecided_ = true;
     account_finish(false, state_);
     active_ = false;
     return CommitOutcome{false, state_, detail_};
@@ -890,6 +912,26 @@ void TxnEngine::abort() {
 AbortReason TxnEngine::finish_abort(AbortReason r) {
   if (state_ != AbortReason::kNone) return state_;  // already aborted
   ops_.wait_all();  // every CAS outcome must be known before deciding what is ours
+  const bool ford_logged =
+      mode_ == ProtocolMode::kFord && std::any_of(ford_cursor_.begin(), ford_cursor_.end(), [](uint64_t c) { return c; });
+  bool keep = r == AbortReason::kTransport && (logged_ || ford_logged);
+  if (!keep && ford_logged) keep = !hide_ford_undo();
+  if (keep) {
+    // A record of this transaction may sit on a log node that we can no
+    // longer reach (or clear). Releasing the latches would let others move
+    // these objects, and recovery would later undo their writes from the
+    // record: keep the latches, leave the decision to recovery, and stop
+    // using this coordinator's lane (the next record would overwrite this
+    // one). The node is fenced or has lost a memory node: it needs
+    // recovery either way.
+    undecided_ = true;
+    detail_ = Status(ops_.first_error() == Errc::kOk ? Errc::kIo : ops_.first_error(),
+                     fmt::format("{}; the transaction was logged, so its latches are kept for recovery",
+                                 detail_.is_ok() ? std::string("remote operation failed") : detail_.message()));
+    state_ = r;
+    account_finish(false, r);
+    return r;
+  }
   for (Item& it : items_) {
     for (size_t i = 0; i < it.latches.size(); ++i) refresh_latch(it, i);
   }

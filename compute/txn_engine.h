@@ -48,8 +48,10 @@
 // they can never be recognised as stray nor stolen. Each written object gets
 // an undo record (a one-entry LogRecord) written during execution, right
 // after its latch+READ, to this coordinator's lane on EACH replica of that
-// object (appended at a per-node cursor); there is no logging phase.
-// Recovery for this mode is a stop-the-world scan (not implemented here).
+// object (appended at a per-node cursor); there is no logging phase. An
+// abort zeroes the head of each lane it wrote before releasing its latches
+// (FORD's lost-decision bug otherwise). Recovery for this mode is
+// stop-the-world: ford_recovery.h.
 //
 // Mode `log-a-latch`: pandora plus, before every latch acquisition, a
 // 64-byte latch-intent WRITE to the f+1 log nodes (at the tail of the lane,
@@ -196,6 +198,7 @@ class TxnEngine final : public Txn {
   void release_item(Item& it, bool complicit);
   AbortReason write_intent(const Item& it);                  // log-a-latch
   AbortReason log_ford_undo(Item& it);                       // ford
+  bool hide_ford_undo();                                     // ford: abort hides its undo records (false: failed)
   AbortReason settle_blind_write(Item& it);
   AbortReason settle_pending();
 
@@ -230,6 +233,7 @@ class TxnEngine final : public Txn {
   std::deque<Item> items_;
   bool active_ = false;
   bool logged_ = false;
+  bool undecided_ = false;  // a logged transaction failed on the transport: no more transactions
   AbortReason state_ = AbortReason::kNone;
   Status detail_;
   uint32_t seq_ = 0;

@@ -3,13 +3,17 @@
 #include <algorithm>
 #include <cstring>
 #include <new>
+#include <random>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "common/slot_layout.h"
 #include "compute/loader.h"
 #include "compute/op_batch.h"
+#include "compute/scheduler.h"
 #include "compute/table_geometry.h"
+#include "tests/transport/child_process.h"
 
 namespace pandora::testing {
 
@@ -109,6 +113,60 @@ size_t count_rows(Cluster& cluster, size_t node, uint32_t table, uint64_t key) {
     n += v.occupied() && v.key() == key;
   }
   return n;
+}
+
+void fence_everywhere(MemdCluster& memds, uint16_t pid) {
+  for (size_t i = 0; i < memds.size(); ++i) {
+    auto admin = ControlClient::connect(memds.memd(i).endpoint(), memds.memd(i).identity(0), std::chrono::seconds(5));
+    ASSERT_TRUE(admin) << admin.status().to_string();
+    ASSERT_TRUE((*admin)->fence(pid));
+  }
+}
+
+namespace {
+
+// The child's body: transfers until killed; returns only on a setup error.
+int transfers_forever(const ComputeConfig& config, uint32_t table, uint64_t rows, SharedCounters& progress) {
+  auto c = Cluster::connect(config, test_logger());
+  if (!c || !(*c)->load_directory()) return 2;
+  auto sched = Scheduler::create(**c);
+  if (!sched) return 3;
+  (*sched)->run([&](Coordinator& co) {
+    std::mt19937_64 rng(co.id() + 1);
+    for (;;) {
+      Txn& t = co.txn();
+      t.begin();
+      const uint64_t a = rng() % rows, b = (a + 1 + rng() % (rows - 1)) % rows;
+      auto va = t.update(table, a);
+      auto vb = va ? t.update(table, b) : va;
+      if (va && vb) {
+        const int64_t x = as_i64(*va) - 7, y = as_i64(*vb) + 7;
+        std::memcpy((*va).data(), &x, 8);
+        std::memcpy((*vb).data(), &y, 8);
+        if (t.commit().committed) progress[0].fetch_add(1);
+      } else {
+        t.abort();
+      }
+    }
+  });
+  return 4;
+}
+
+}  // namespace
+
+void kill_mid_transfers(MemdCluster& memds, const ComputeConfig& config, uint32_t table, uint64_t rows,
+                        uint64_t commits) {
+  SharedCounters progress;
+  ChildProcess child =
+      ChildProcess::run([&] { return transfers_forever(config, table, rows, progress); });
+  ASSERT_GT(child.pid(), 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (progress[0].load() < commits && std::chrono::steady_clock::now() < deadline && !child.try_wait()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ASSERT_GE(progress[0].load(), commits) << "the compute process made no progress";
+  child.kill_and_reap();
+  ASSERT_NO_FATAL_FAILURE(fence_everywhere(memds, config.compute_id));
 }
 
 int64_t as_i64(std::span<const uint8_t> v) {

@@ -51,6 +51,16 @@ std::vector<HeldLatch> scan_latches(Cluster& cluster);
 // Number of occupied slots holding `key` in `table` on node `node`.
 size_t count_rows(Cluster& cluster, size_t node, uint32_t table, uint64_t key);
 
+// Fences `pid` on every daemon of `memds` (gtest assertions on failure).
+void fence_everywhere(MemdCluster& memds, uint16_t pid);
+
+// Forks a compute process `config` that moves 7 between two random keys of
+// `table` (keys 0..rows-1, 8-byte signed values) in each of its
+// coordinators, waits (bounded) until it has committed `commits`
+// transactions, SIGKILLs it mid-run and fences its pid everywhere.
+void kill_mid_transfers(MemdCluster& memds, const ComputeConfig& config, uint32_t table, uint64_t rows,
+                        uint64_t commits);
+
 int64_t as_i64(std::span<const uint8_t> v);
 std::vector<uint8_t> i64_value(int64_t x, size_t size = 8);
 

@@ -33,15 +33,6 @@ constexpr int64_t kStart = 1000;
 
 class CrashTest : public ::testing::TestWithParam<Backend> {};
 
-// Active-link termination: nothing `pid` sent may land after this.
-void fence_everywhere(MemdCluster& memds, uint16_t pid) {
-  for (size_t i = 0; i < memds.size(); ++i) {
-    auto admin = ControlClient::connect(memds.memd(i).endpoint(), memds.memd(i).identity(0), std::chrono::seconds(5));
-    ASSERT_TRUE(admin) << admin.status().to_string();
-    ASSERT_TRUE((*admin)->fence(pid));
-  }
-}
-
 int64_t audit(Cluster& c) {
   int64_t total = 0;
   for (uint64_t k = 0; k < kRows; ++k) {
@@ -69,44 +60,10 @@ TEST_P(CrashTest, KilledComputeNodeIsRecoveredFromItsLogsAndItsLatchesAreStolen)
 
   uint32_t rolled_back = 0, rolled_forward = 0, swept = 0;
   for (uint16_t dead = 2; dead <= 4; ++dead) {
-    SharedCounters progress;
     ComputeConfig config = memds.config(dead, GetParam(), 2);
     config.coordinators = 4;
-    ChildProcess child = ChildProcess::run([config, &progress] {
-      auto c = Cluster::connect(config, test_logger());
-      if (!c || !(*c)->load_directory()) return 2;
-      auto sched = Scheduler::create(**c);
-      if (!sched) return 3;
-      (*sched)->run([&](Coordinator& co) {
-        std::mt19937_64 rng(co.id() + 1);
-        for (;;) {  // until killed
-          Txn& t = co.txn();
-          t.begin();
-          const uint64_t a = rng() % kRows, b = (a + 1 + rng() % (kRows - 1)) % kRows;
-          auto va = t.update(kAccounts, a);
-          auto vb = va ? t.update(kAccounts, b) : va;
-          if (va && vb) {
-            const int64_t x = as_i64(*va) - 7, y = as_i64(*vb) + 7;
-            std::memcpy((*va).data(), &x, 8);
-            std::memcpy((*vb).data(), &y, 8);
-            if (t.commit().committed) progress[0].fetch_add(1);
-          } else {
-            t.abort();
-          }
-        }
-      });
-      return 0;
-    });
-    ASSERT_GT(child.pid(), 0);
-    // Bounded wait for the child to be well into its run, then kill -9.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (progress[0].load() < 300 && std::chrono::steady_clock::now() < deadline && !child.try_wait()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    ASSERT_GE(progress[0].load(), 300u) << "child made no progress";
-    child.kill_and_reap();
-
-    ASSERT_NO_FATAL_FAILURE(fence_everywhere(memds, dead));
+    // The survivor runs nothing meanwhile.
+    ASSERT_NO_FATAL_FAILURE(kill_mid_transfers(memds, config, kAccounts, kRows, 300));
     const auto conns = cluster->bootstrap_connections();
     auto report = recover_logs(*cluster, conns, dead, test_logger());
     ASSERT_TRUE(report) << report.status().to_string();
@@ -212,6 +169,15 @@ TEST_P(CrashTest, RecoveryRollsBackPartialCommitsAndForwardCompleteOnes) {
   stage(1, 3, 4, [](uint64_t, size_t) { return true; });
   // Coordinator 2: a torn record (one byte of the lane flipped after writing).
   stage(2, 5, 6, [](uint64_t, size_t) { return false; });
+  // Coordinator 3: key 7 on its primary; on its backup only the value WRITE
+  // landed (the version WRITE did not), key 8 nowhere.
+  stage(3, 7, 8, [](uint64_t key, size_t r) { return key == 7 && r == 0; });
+  const std::vector<uint8_t> torn_value = i64_value(kStart - 10);
+  {
+    const RawSlot s7 = raw_find(*c, kAccounts, 7);
+    b.write(c->replica_indexes(c->placement().shard_of(kAccounts, 7))[1], s7.offset + sizeof(SlotHeader),
+            torn_value.data(), 8);
+  }
   const uint8_t junk = 0xff;  // must outlive b.run()
   for (size_t n : c->log_node_indexes(dead)) {
     b.write(n, c->lane_address(n, c->lanes().lane_index(dead, 2).value()) + 40, &junk, 1);
@@ -220,17 +186,19 @@ TEST_P(CrashTest, RecoveryRollsBackPartialCommitsAndForwardCompleteOnes) {
 
   auto report = recover_logs(*c, conns, dead, test_logger());
   ASSERT_TRUE(report) << report.status().to_string();
-  EXPECT_EQ(report->records, 2u);  // the torn one is not a record
-  EXPECT_EQ(report->rolled_back, 1u);
+  EXPECT_EQ(report->records, 3u);  // the torn one is not a record
+  EXPECT_EQ(report->rolled_back, 2u);
   EXPECT_EQ(report->rolled_forward, 1u);
-  EXPECT_EQ(report->replicas_restored, 3u);
+  EXPECT_EQ(report->replicas_restored, 5u);  // keys 1 (both), 2 (primary), 7 (primary, torn backup)
+  EXPECT_EQ(raw_find(*c, kAccounts, 7, 1).value, i64_value(kStart));
+  EXPECT_EQ(as_i64(raw_find(*c, kAccounts, 8).value), kStart);
   EXPECT_EQ(as_i64(raw_find(*c, kAccounts, 1).value), kStart);
   EXPECT_EQ(as_i64(raw_find(*c, kAccounts, 2).value), kStart);
   EXPECT_EQ(as_i64(raw_find(*c, kAccounts, 3).value), kStart - 10);
   EXPECT_EQ(as_i64(raw_find(*c, kAccounts, 4).value), kStart + 10);
   EXPECT_EQ(audit(*c), int64_t{kRows} * kStart);
   // Nothing released, and a re-run is a no-op.
-  for (uint64_t k = 1; k <= 6; ++k) EXPECT_EQ(latch_pid(raw_find(*c, kAccounts, k).latch), dead) << k;
+  for (uint64_t k = 1; k <= 8; ++k) EXPECT_EQ(latch_pid(raw_find(*c, kAccounts, k).latch), dead) << k;
   auto again = recover_logs(*c, conns, dead, test_logger());
   ASSERT_TRUE(again);
   EXPECT_EQ(again->replicas_restored, 0u);
@@ -241,8 +209,8 @@ TEST_P(CrashTest, RecoveryRollsBackPartialCommitsAndForwardCompleteOnes) {
   c->failed_ids().add(dead);
   auto released = sweep_stray_latches(*c, conns, dead, report->latch_sites);
   ASSERT_TRUE(released);
-  EXPECT_EQ(*released, 4u);
-  for (uint64_t k = 1; k <= 4; ++k) EXPECT_EQ(raw_find(*c, kAccounts, k).latch, 0u) << k;
+  EXPECT_EQ(*released, 6u);
+  for (uint64_t k : {1, 2, 3, 4, 7, 8}) EXPECT_EQ(raw_find(*c, kAccounts, k).latch, 0u) << k;
   EXPECT_EQ(latch_pid(raw_find(*c, kAccounts, 5).latch), dead);
   auto cl = BlockingClient::create(*c, 0);
   ASSERT_TRUE(cl);

@@ -1,0 +1,144 @@
+#include "compute/ford_recovery.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "common/latch.h"
+#include "common/log_record.h"
+#include "common/slot_layout.h"
+#include "compute/lane_map.h"
+#include "compute/op_batch.h"
+#include "compute/recovery_ops.h"
+#include "compute/table_geometry.h"
+
+namespace pandora {
+
+using recovery_ops::batch_timeout;
+using recovery_ops::hit;
+using recovery_ops::live;
+
+namespace {
+
+std::vector<size_t> live_nodes(const Cluster& cluster, std::span<Connection* const> conns) {
+  std::vector<size_t> nodes;
+  for (size_t n = 0; n < cluster.node_count(); ++n) {
+    if (live(conns, n)) nodes.push_back(n);
+  }
+  return nodes;
+}
+
+// Bytes a scan READ covers at most (whole buckets).
+constexpr uint64_t kScanChunk = 1 << 20;
+
+}  // namespace
+
+Result<LogRecoveryReport> recover_ford_logs(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
+                                            const Logger& logger, CrashInjector* crash) {
+  const LaneMap& lanes = cluster.lanes();
+  if (pid == 0 || pid > lanes.max_pid()) {
+    return Status(Errc::kInvalidArgument, fmt::format("pid {} has no log lanes (1..{})", pid, lanes.max_pid()));
+  }
+  const std::vector<size_t> nodes = live_nodes(cluster, conns);
+  if (nodes.empty()) return Status(Errc::kDisconnected, "no memory node is reachable");
+  const uint32_t lane_bytes = lanes.lane_bytes();
+  const uint64_t first = LaneMap::first_lane(pid);
+  std::vector<std::vector<uint8_t>> data(nodes.size(), std::vector<uint8_t>(size_t{kLanesPerCompute} * lane_bytes));
+  OpBatch batch(conns, batch_timeout(cluster));
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    for (uint32_t l = 0; l < kLanesPerCompute; ++l) {
+      batch.read(nodes[k], cluster.lane_address(nodes[k], static_cast<uint32_t>(first + l)),
+                 data[k].data() + size_t{l} * lane_bytes, lane_bytes);
+    }
+  }
+  if (Status s = batch.run(); !s) return Status(s.code(), "reading FORD undo lanes: " + s.message());
+  hit(crash, CrashPoint::kRecoveryAfterRead);
+
+  // Each lane's current run, merged per transaction (one object may be
+  // logged on several nodes: keep one entry per table slot).
+  std::map<uint64_t, LogRecord> txns;
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    for (uint32_t l = 0; l < kLanesPerCompute; ++l) {
+      const uint8_t* lane = data[k].data() + size_t{l} * lane_bytes;
+      uint64_t run_txn = 0;
+      for (size_t off = 0; off < lane_bytes;) {
+        auto rec = decode_log_record(std::span<const uint8_t>(lane + off, lane_bytes - off));
+        if (!rec || latch_pid(rec->txn_id) != pid) break;
+        if (off == 0) run_txn = rec->txn_id;
+        if (rec->txn_id != run_txn) break;  // an older, longer transaction's leftovers
+        off += (encoded_log_record_size(*rec) + kCacheLine - 1) / kCacheLine * kCacheLine;
+        LogRecord& merged = txns[rec->txn_id];
+        merged.txn_id = rec->txn_id;
+        merged.lane_seq = std::max(merged.lane_seq, rec->lane_seq);
+        for (LogEntry& e : rec->entries) {
+          const bool dup = std::any_of(merged.entries.begin(), merged.entries.end(), [&](const LogEntry& m) {
+            return m.table_id == e.table_id && m.slot_offset == e.slot_offset;
+          });
+          if (!dup) merged.entries.push_back(std::move(e));
+        }
+      }
+    }
+  }
+  LogRecoveryReport report;
+  for (auto& [txn, rec] : txns) {
+    if (Status s = decide_and_repair(cluster, conns, rec, report, logger, crash); !s) return s;
+  }
+  report.latch_sites.clear();  // FORD latches are released by the scan, not by site
+  return report;
+}
+
+Status truncate_ford_lanes(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
+                           CrashInjector* crash) {
+  hit(crash, CrashPoint::kBeforeTruncate);
+  if (Status s = zero_lane_heads(cluster, conns, pid, live_nodes(cluster, conns)); !s) return s;
+  hit(crash, CrashPoint::kAfterTruncate);
+  return Status();
+}
+
+Result<LatchScanReport> release_all_latches(const Cluster& cluster, std::span<Connection* const> conns,
+                                            const Logger& logger, CrashInjector* crash) {
+  hit(crash, CrashPoint::kBeforeSweep);
+  LatchScanReport report;
+  const TableDirectory& dir = cluster.directory();
+  std::vector<uint8_t> buf;
+  OpBatch batch(conns, batch_timeout(cluster));
+  for (size_t n : live_nodes(cluster, conns)) {
+    const auto start = std::chrono::steady_clock::now();
+    const uint64_t bytes_before = report.bytes;
+    const uint32_t released_before = report.released;
+    for (const TableEntry& t : dir.tables) {
+      const uint64_t bb = bucket_bytes(t);
+      const uint64_t per_read = std::max<uint64_t>(1, kScanChunk / bb);  // buckets per READ
+      for (uint64_t b0 = 0; b0 < t.bucket_count; b0 += per_read) {
+        const uint64_t nb = std::min<uint64_t>(per_read, t.bucket_count - b0);
+        buf.resize(nb * bb);
+        batch.clear();
+        batch.read(n, bucket_offset(t, b0), buf.data(), static_cast<uint32_t>(buf.size()));
+        if (Status s = batch.run(); !s) return Status(s.code(), "latch scan READ: " + s.message());
+        report.bytes += buf.size();
+        batch.clear();
+        std::vector<uint64_t> held;
+        for (uint64_t i = 0; i < nb * t.slots_per_bucket; ++i) {
+          ++report.slots;
+          const uint64_t word = load_u64(buf.data() + i * t.slot_bytes + kSlotLatchOffset);
+          if (word == kLatchFree) continue;
+          batch.cas(n, bucket_offset(t, b0) + i * t.slot_bytes + kSlotLatchOffset, word, kLatchFree);
+          held.push_back(word);
+        }
+        if (held.empty()) continue;
+        if (Status s = batch.run(); !s) return Status(s.code(), "latch scan CAS: " + s.message());
+        for (size_t i = 0; i < held.size(); ++i) report.released += batch.value(i) == held[i];
+      }
+    }
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    logger.info("latch scan of node {}: {} MiB in {:.1f} ms, {} latches released", n,
+                (report.bytes - bytes_before) >> 20, ms, report.released - released_before);
+  }
+  hit(crash, CrashPoint::kAfterSweep);
+  return report;
+}
+
+}  // namespace pandora

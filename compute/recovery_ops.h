@@ -1,0 +1,26 @@
+// Small helpers shared by the recovery routines (log_recovery.cc,
+// ford_recovery.cc); not an API.
+#pragma once
+
+#include <chrono>
+#include <span>
+
+#include "common/transport/transport.h"
+#include "compute/cluster.h"
+#include "compute/crash_points.h"
+
+namespace pandora::recovery_ops {
+
+// conns[i], or null when node i is down (or beyond the span).
+inline Connection* live(std::span<Connection* const> conns, size_t i) {
+  return i < conns.size() ? conns[i] : nullptr;
+}
+
+// Recovery batches may carry many ops: a generous multiple of the op timeout.
+inline std::chrono::milliseconds batch_timeout(const Cluster& c) { return c.config().op_timeout * 4; }
+
+inline void hit(CrashInjector* crash, CrashPoint p) {
+  if (crash) crash->hit(p);
+}
+
+}  // namespace pandora::recovery_ops
