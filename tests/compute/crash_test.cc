@@ -319,6 +319,55 @@ TEST_P(CrashTest, SlotFreedOnABackupByAnUndecidedDeleteIsNotReused) {
   if (zi.committed) EXPECT_EQ(as_i64(raw_find(*c, kAccounts, z, 1).value), 77);
 }
 
+// A compute node whose transport fails after its record may have reached a
+// log node (here: it is fenced between its two log WRITEs) must not abort
+// as usual: releasing the latches would let others write these objects,
+// and recovery would then undo their writes from its record. It keeps the
+// latches and refuses further transactions on that coordinator (its next
+// record would overwrite the undecided one). The same for FORD once an
+// undo record was written. tcp: on shm a fence kills the fenced process.
+TEST(CrashTestTcp, TransportFailureAfterLoggingKeepsTheLatchesForRecovery) {
+  for (ProtocolMode mode : {ProtocolMode::kPandora, ProtocolMode::kFord}) {
+    SCOPED_TRACE(std::string(protocol_name(mode)));
+    MemdCluster memds(3);
+    ASSERT_TRUE(memds.ok()) << memds.error();
+    auto c = connect_cluster(memds.config(1, Backend::kTcp, 2, mode), {{kAccounts, "accounts", 8, kRows}});
+    ASSERT_TRUE(c);
+    {
+      TableLoader loader(*c);
+      for (uint64_t k = 0; k < kRows; ++k) ASSERT_TRUE(loader.add(kAccounts, k, i64_value(kStart)));
+      ASSERT_TRUE(loader.finish());
+    }
+    const uint16_t pid = 6;
+    auto node = connect_cluster(memds.config(pid, Backend::kTcp, 2, mode));
+    ASSERT_TRUE(node && node->load_directory());
+    auto client = BlockingClient::create(*node, 0);
+    ASSERT_TRUE(client);
+    CrashInjector inj;
+    inj.set_fire_action([&](CrashPoint) { fence_everywhere(memds, pid); });
+    inj.arm_point(mode == ProtocolMode::kFord ? CrashPoint::kAfterFordUndo : CrashPoint::kAfterLogWrite, 1);
+    (*client)->engine().set_crash_injector(&inj);
+    const CommitOutcome o = (*client)->transact([&](Txn& t) {
+      for (uint64_t k : {2, 3}) {
+        auto v = t.update(kAccounts, k);
+        if (!v) return v.reason();
+        store_u64((*v).data(), 1);
+      }
+      return AbortReason::kNone;
+    });
+    EXPECT_FALSE(o.committed);
+    EXPECT_EQ(o.reason, AbortReason::kTransport);
+    EXPECT_NE(o.detail.message().find("kept for recovery"), std::string::npos) << o.detail.to_string();
+    // ford failed on key 3's latch CAS, just after key 2's undo record.
+    EXPECT_NE(raw_find(*c, kAccounts, 2).latch, 0u) << "key 2 was released";
+    if (mode == ProtocolMode::kPandora) EXPECT_NE(raw_find(*c, kAccounts, 3).latch, 0u) << "key 3 was released";
+    inj.disarm();
+    const CommitOutcome next = (*client)->transact([&](Txn& t) { return t.read(kAccounts, 5).reason(); });
+    EXPECT_EQ(next.reason, AbortReason::kTransport);
+    EXPECT_NE(next.detail.message().find("must be recovered"), std::string::npos) << next.detail.to_string();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, CrashTest, ::testing::Values(Backend::kShm, Backend::kTcp),
                          [](const auto& info) { return std::string(backend_name(info.param)); });
 
