@@ -34,6 +34,11 @@ Txn& Coordinator::txn() { return *engine_; }
 
 void Coordinator::suspend() { coroutine_->suspend(); }
 
+void Coordinator::yield() {
+  worker_.yielded_.push_back(slot_);
+  coroutine_->suspend();
+}
+
 Worker::Worker(Cluster& cluster, uint32_t thread_index, uint32_t coordinators, uint16_t first_id,
                std::vector<std::unique_ptr<Connection>> conns)
     : cluster_(cluster), thread_index_(thread_index), conns_(std::move(conns)) {
@@ -79,7 +84,8 @@ void Worker::run(const Task& task) {
     }
     ready.clear();
     if (live == 0) break;
-    size_t got = 0;
+    ready.swap(yielded_);  // yielded coordinators run again next round
+    size_t got = ready.size();
     for (Connection* conn : raw_) {
       if (conn->outstanding() == 0) continue;
       const size_t k = conn->poll(comps);

@@ -50,7 +50,12 @@ class Coordinator final : public Suspender {
   TxnEngine& engine() { return *engine_; }
   RemoteOps& ops() { return ops_; }
 
+  // Suspender: returns when one of this coordinator's operations completed.
   void suspend() override;
+  // Lets the other coordinators of this thread run, and returns at the
+  // worker's next round even when nothing completed (for code that waits
+  // on something other than its own operations, e.g. a pause flag).
+  void yield();
 
  private:
   friend class Worker;
@@ -86,12 +91,14 @@ class Worker {
   std::span<Connection* const> connections() const { return raw_; }
 
  private:
+  friend class Coordinator;
   Cluster& cluster_;
   uint32_t thread_index_;
   std::vector<std::unique_ptr<Connection>> conns_;
   std::vector<Connection*> raw_;
   AddressCache cache_;
   std::vector<std::unique_ptr<Coordinator>> coordinators_;
+  std::vector<uint32_t> yielded_;  // slots that called yield(): run again next round
 };
 
 class Scheduler {

@@ -14,7 +14,10 @@
 // points and is then fenced and replaced: every step is idempotent), pushes
 // the pid to the surviving processes through the shared page
 // (litmus/driver/shared_page.h) and starts a replacement process with a
-// fresh pid. At the end every process is stopped (and recovered if it had to
+// fresh pid. --protocol ford recovers stop-the-world instead (every live
+// process parks between transactions while a ford leader repairs from undo
+// records and scans every latch away: compute/ford_recovery.h). At the end
+// every process is stopped (and recovered if it had to
 // be killed) and the driver runs every instance's assert once more on the
 // quiescent store. Exit 0: no violation; 1: violation; 2: error; 3: a
 // crash point the run had to cover was never hit (--require-coverage).
@@ -26,6 +29,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -42,6 +46,7 @@
 #include "compute/crash_points.h"
 #include "compute/loader.h"
 #include "compute/op_batch.h"
+#include "compute/ford_recovery.h"
 #include "compute/log_recovery.h"
 #include "compute/scheduler.h"
 #include "litmus/driver/litmus_spec.h"
@@ -122,7 +127,7 @@ class Driver {
   Driver(Options o, std::vector<InstanceSpec> kinds, ComputeConfig base)
       : o_(std::move(o)), kinds_(std::move(kinds)), base_(std::move(base)), logger_("litmus", LogLevel::kWarn) {}
 
-  int run(double p_crash, std::optional<CrashPoint> point, double p_recovery);
+  int run(double p_crash, std::optional<CrashPoint> point, double p_recovery, bool cycle);
 
  private:
   struct Child {
@@ -140,12 +145,19 @@ class Driver {
   bool spawn_child(size_t slot);
   int child_main(size_t slot, uint16_t pid);
   int leader_main(uint16_t dead, uint16_t leader_pid, bool armed);
+  int ford_leader_main(const std::vector<uint16_t>& dead, uint16_t leader_pid, bool armed);
+  void arm_leader(CrashInjector& inj, uint16_t leader_pid, bool armed) const;
+  void assert_instances(Cluster& cluster, std::vector<uint32_t> instances, uint16_t who);
   Status fence_everywhere(uint16_t pid);
   Status recover(uint16_t dead);
+  Status recover_stopped_world(uint16_t dead);
+  // Forks recovery leaders running body(leader pid, armed) until one
+  // succeeds; a crashed leader is fenced and replaced (unarmed after three).
+  Status run_leaders(const std::function<int(uint16_t, bool)>& body, const std::string& what);
   void record_violation(SharedPage& sp, uint32_t inst, uint16_t pid, std::span<const std::optional<uint64_t>> v);
   int final_asserts();
   int report(double seconds, int final_rc);
-  bool crash_armed() const { return p_crash_ > 0 || point_.has_value(); }
+  bool crash_armed() const { return p_crash_ > 0 || point_.has_value() || cycle_; }
 
   Options o_;
   std::vector<InstanceSpec> kinds_;
@@ -160,6 +172,14 @@ class Driver {
   double p_crash_ = 0;
   std::optional<CrashPoint> point_;
   double p_recovery_ = 0;
+  // --crash cycle: process k is armed at compute_cycle_[k % size] (a random
+  // hit between the 1st and the 20th), recovery leader k at
+  // recovery_cycle_[k % size], so every applicable point gets crashes.
+  bool cycle_ = false;       // still arming (cleared when the budget runs low)
+  bool cycle_mode_ = false;  // the run asked for it (coverage counts crashes)
+  std::vector<CrashPoint> compute_cycle_, recovery_cycle_;
+  uint64_t leaders_started_ = 0;
+  uint64_t leader_index_ = 0;  // the forked leader's own index
   uint64_t start_ns_ = 0;
   uint64_t children_started_ = 0;
   uint64_t crashes_ = 0;
@@ -169,6 +189,12 @@ class Driver {
   std::array<uint64_t, kCrashPointCount> fired_{};
   bool pids_exhausted_ = false;
   std::vector<uint16_t> failed_;
+  // ford: pids recovered in a stop-the-world pause (some died while the
+  // others were parking and were recovered with the one that caused it).
+  std::vector<uint16_t> recovered_in_pause_;
+  uint32_t pause_epoch_ = 0;
+  uint64_t pauses_ = 0;
+  double pause_ms_total_ = 0, pause_ms_max_ = 0;
 };
 
 Status Driver::setup() {
@@ -250,7 +276,9 @@ int Driver::child_main(size_t slot, uint16_t pid) {
   CrashInjector inj(CrashInjector::Counters(sp.hits, kCrashPointCount));
   inj.set_note(&sp.children[slot].crash_note);
   const uint64_t seed = o_.seed * 0x9e3779b97f4a7c15ULL + pid;
-  if (point_ && !is_recovery_point(*point_)) {
+  if (cycle_) {
+    inj.arm_point(compute_cycle_[children_started_ % compute_cycle_.size()], 1 + seed % 20, 0, seed);
+  } else if (point_ && !is_recovery_point(*point_)) {
     inj.arm_point(*point_, o_.crash_nth, p_crash_, seed);
   } else if (p_crash_ > 0) {
     // --crash random, or a recovery point: compute processes crash at random
@@ -281,11 +309,31 @@ int Driver::child_main(size_t slot, uint16_t pid) {
   auto flush_history = [&] {
     if (writer) (void)writer->flush();
   };
-  // One worker thread: the coordinators share `seen` without a race.
+  // Stop-the-world (ford recovery): a coordinator between transactions
+  // parks while a pause is requested; the process acknowledges the pause
+  // once all of its coordinators are parked, so none holds a latch.
+  int parked = 0;
+  const int coordinators = static_cast<int>(o_.coordinators);
+  auto park = [&](Coordinator& co) {
+    ++parked;
+    for (uint32_t epoch; (epoch = sp.pause_epoch.load(std::memory_order_acquire)) != 0;) {
+      if (parked == coordinators) {
+        sp.children[slot].parked_epoch.store(epoch, std::memory_order_release);
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+      co.yield();  // let the others finish their transactions
+    }
+    --parked;
+  };
+  // One worker thread: the coordinators share `seen` and `parked` without a race.
   (*sched)->run([&](Coordinator& co) {
     Rng rng(seed ^ (uint64_t{co.id()} << 32));
     uint64_t counter = 0;
     while (sp.stop.load(std::memory_order_acquire) == 0) {
+      if (sp.pause_epoch.load(std::memory_order_acquire) != 0) {
+        park(co);
+        continue;
+      }
       sp.merge_failed(cluster.failed_ids(), &seen);
       const uint32_t inst = static_cast<uint32_t>(rng() % o_.instances);
       const InstanceSpec& spec = spec_of(inst);
@@ -368,12 +416,7 @@ int Driver::leader_main(uint16_t dead, uint16_t leader_pid, bool armed) {
   if (!c || !(*c)->load_directory()) return 21;
   Cluster& cluster = **c;
   CrashInjector inj(CrashInjector::Counters(sp.hits, kCrashPointCount));
-  inj.set_note(&sp.recovery_note);
-  if (armed) {
-    const uint64_t seed = o_.seed * 0x2545f4914f6cdd1dULL + leader_pid;
-    if (point_ && is_recovery_point(*point_)) inj.arm_point(*point_, 1, 0, seed);
-    else if (!point_ && p_recovery_ > 0) inj.arm_random(p_recovery_, seed, CrashInjector::Scope::kRecovery);
-  }
+  arm_leader(inj, leader_pid, armed);
   const auto conns = cluster.bootstrap_connections();
   auto report = recover_logs(cluster, conns, dead, quiet, &inj);
   if (!report) {
@@ -397,33 +440,10 @@ int Driver::leader_main(uint16_t dead, uint16_t leader_pid, bool armed) {
     if (!keys.empty() && batch.run()) {
       std::vector<uint32_t> instances;
       for (uint64_t k : keys) instances.push_back(static_cast<uint32_t>(k / kMaxVars));
-      std::sort(instances.begin(), instances.end());
-      instances.erase(std::unique(instances.begin(), instances.end()), instances.end());
-      auto client = BlockingClient::create(cluster, 0);
       uint64_t seen = 0;
       sp.merge_failed(cluster.failed_ids(), &seen);
       cluster.failed_ids().add(dead);
-      for (uint32_t inst : instances) {
-        if (!client || inst >= o_.instances) continue;
-        for (int attempt = 0; attempt < 20; ++attempt) {
-          std::optional<std::vector<uint64_t>> vals;
-          std::optional<std::vector<std::optional<uint64_t>>> evidence;
-          (*client)->run([&](Txn& t) {
-            bool absent = false;
-            vals = run_assert_txn(t, spec_of(inst), inst, &absent);
-            if (!vals && absent) evidence = probe_mixed_presence(t, spec_of(inst), inst);
-          });
-          if (evidence) {
-            record_violation(sp, inst, leader_pid, *evidence);
-            break;
-          }
-          if (!vals) continue;
-          sp.asserts.fetch_add(1, std::memory_order_relaxed);
-          std::vector<std::optional<uint64_t>> v(vals->begin(), vals->end());
-          if (check_assert(spec_of(inst), v)) record_violation(sp, inst, leader_pid, v);
-          break;
-        }
-      }
+      assert_instances(cluster, std::move(instances), leader_pid);
     }
   }
   sp.publish_failed(dead);
@@ -440,7 +460,103 @@ int Driver::leader_main(uint16_t dead, uint16_t leader_pid, bool armed) {
   return 0;
 }
 
-Status Driver::recover(uint16_t dead) {
+void Driver::arm_leader(CrashInjector& inj, uint16_t leader_pid, bool armed) const {
+  SharedPage& sp = *shared_.get();
+  inj.set_note(&sp.recovery_note);
+  if (!armed) return;
+  const uint64_t seed = o_.seed * 0x2545f4914f6cdd1dULL + leader_pid;
+  if (cycle_) inj.arm_point(recovery_cycle_[leader_index_ % recovery_cycle_.size()], 1, 0, seed);
+  else if (point_ && is_recovery_point(*point_)) inj.arm_point(*point_, 1, 0, seed);
+  else if (!point_ && p_recovery_ > 0) inj.arm_random(p_recovery_, seed, CrashInjector::Scope::kRecovery);
+}
+
+// Each instance's assert as a read-only transaction of `who` (retried while
+// inconclusive, up to 20 times); violations are recorded.
+void Driver::assert_instances(Cluster& cluster, std::vector<uint32_t> instances, uint16_t who) {
+  SharedPage& sp = *shared_.get();
+  std::sort(instances.begin(), instances.end());
+  instances.erase(std::unique(instances.begin(), instances.end()), instances.end());
+  auto client = BlockingClient::create(cluster, 0);
+  if (!client) return;
+  for (uint32_t inst : instances) {
+    if (inst >= o_.instances) continue;
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      std::optional<std::vector<uint64_t>> vals;
+      std::optional<std::vector<std::optional<uint64_t>>> evidence;
+      (*client)->run([&](Txn& t) {
+        bool absent = false;
+        vals = run_assert_txn(t, spec_of(inst), inst, &absent);
+        if (!vals && absent) evidence = probe_mixed_presence(t, spec_of(inst), inst);
+      });
+      if (evidence) {
+        record_violation(sp, inst, who, *evidence);
+        break;
+      }
+      if (!vals) continue;
+      sp.asserts.fetch_add(1, std::memory_order_relaxed);
+      std::vector<std::optional<uint64_t>> v(vals->begin(), vals->end());
+      if (check_assert(spec_of(inst), v)) record_violation(sp, inst, who, v);
+      break;
+    }
+  }
+}
+
+// The ford recovery leader (ford_recovery.h), run while every live compute
+// process is parked: fence, repair from undo records, truncate, scan and
+// release every latch, then assert every instance on the quiescent store.
+int Driver::ford_leader_main(const std::vector<uint16_t>& dead, uint16_t leader_pid, bool armed) {
+  SharedPage& sp = *shared_.get();
+  for (uint16_t d : dead) {
+    if (Status s = fence_everywhere(d); !s) {
+      fprintf(stderr, "leader: fence %u: %s\n", d, s.to_string().c_str());
+      return 20;
+    }
+  }
+  ComputeConfig cfg = base_;
+  cfg.compute_id = leader_pid;
+  Logger quiet("litmus.recovery", LogLevel::kError);
+  auto c = Cluster::connect(cfg, quiet);
+  if (!c || !(*c)->load_directory()) return 21;
+  Cluster& cluster = **c;
+  CrashInjector inj(CrashInjector::Counters(sp.hits, kCrashPointCount));
+  arm_leader(inj, leader_pid, armed);
+  const auto conns = cluster.bootstrap_connections();
+  LogRecoveryReport total;
+  for (uint16_t d : dead) {
+    auto report = recover_ford_logs(cluster, conns, d, quiet, &inj);
+    if (!report) {
+      fprintf(stderr, "leader: recover_ford_logs %u: %s\n", d, report.status().to_string().c_str());
+      return 22;
+    }
+    total.records += report->records;
+    total.rolled_back += report->rolled_back;
+    total.rolled_forward += report->rolled_forward;
+  }
+  for (uint16_t d : dead) {
+    if (Status s = truncate_ford_lanes(cluster, conns, d, &inj); !s) return 23;
+  }
+  auto scan = release_all_latches(cluster, conns, quiet, &inj);
+  if (!scan) {
+    fprintf(stderr, "leader: latch scan: %s\n", scan.status().to_string().c_str());
+    return 24;
+  }
+  std::vector<uint32_t> all(o_.instances);
+  for (uint32_t i = 0; i < o_.instances; ++i) all[i] = i;
+  assert_instances(cluster, std::move(all), leader_pid);
+  sp.rec_records.fetch_add(total.records);
+  sp.rec_rolled_back.fetch_add(total.rolled_back);
+  sp.rec_rolled_forward.fetch_add(total.rolled_forward);
+  sp.rec_swept.fetch_add(scan->released);
+  if (o_.verbose) {
+    fprintf(stderr, "recovered %zu pid(s) with the world stopped: %u records, %u rolled back, %u latches released "
+                    "(%llu slots scanned)\n",
+            dead.size(), total.records, total.rolled_back, scan->released,
+            static_cast<unsigned long long>(scan->slots));
+  }
+  return 0;
+}
+
+Status Driver::run_leaders(const std::function<int(uint16_t, bool)>& body, const std::string& what) {
   SharedPage& sp = *shared_.get();
   for (int attempt = 0;; ++attempt) {
     auto leader = next_pid();
@@ -454,8 +570,9 @@ Status Driver::recover(uint16_t dead) {
     // A leader that crashed three times is replaced by an unarmed one, so
     // recovery always terminates.
     const bool armed = attempt < 3;
+    leader_index_ = leaders_started_++;
     const pid_t os = fork();
-    if (os == 0) _exit(leader_main(dead, *leader, armed));
+    if (os == 0) _exit(body(*leader, armed));
     if (os < 0) return Status(Errc::kIo, "fork failed");
     int status = 0;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
@@ -463,11 +580,11 @@ Status Driver::recover(uint16_t dead) {
       if (std::chrono::steady_clock::now() > deadline) {
         kill(os, SIGKILL);
         waitpid(os, &status, 0);
-        return Status(Errc::kTimeout, fmt::format("recovery of pid {} took over 120 s", dead));
+        return Status(Errc::kTimeout, fmt::format("recovery of {} took over 120 s", what));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) break;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status();
     const int32_t note = sp.recovery_note.load(std::memory_order_acquire);
     if (WIFSIGNALED(status) && note >= 0) {
       ++leader_crashes_;
@@ -478,11 +595,72 @@ Status Driver::recover(uint16_t dead) {
       if (Status s = fence_everywhere(*leader); !s) return s;
       continue;
     }
-    return Status(Errc::kIo, fmt::format("recovery leader for pid {} failed (status {:#x})", dead, status));
+    return Status(Errc::kIo, fmt::format("recovery leader for {} failed (status {:#x})", what, status));
+  }
+}
+
+Status Driver::recover(uint16_t dead) {
+  if (base_.protocol == ProtocolMode::kFord) return recover_stopped_world(dead);
+  if (Status s = run_leaders([&](uint16_t leader, bool armed) { return leader_main(dead, leader, armed); },
+                             fmt::format("pid {}", dead));
+      !s) {
+    return s;
   }
   cluster_->failed_ids().add(dead);
   failed_.push_back(dead);
   ++recoveries_;
+  return Status();
+}
+
+// ford: park every live compute process between transactions (a process
+// that dies meanwhile is recovered in the same pause: its latches must not
+// be released by the scan before its records are decided), run the ford
+// leader, resume.
+Status Driver::recover_stopped_world(uint16_t dead) {
+  if (std::find(recovered_in_pause_.begin(), recovered_in_pause_.end(), dead) != recovered_in_pause_.end()) {
+    return Status();  // died while the world was stopping for another pid; recovered then
+  }
+  SharedPage& sp = *shared_.get();
+  const auto start = std::chrono::steady_clock::now();
+  const uint32_t epoch = ++pause_epoch_;
+  sp.pause_epoch.store(epoch, std::memory_order_release);
+  std::vector<uint16_t> batch{dead};
+  const auto deadline = start + std::chrono::seconds(60);
+  for (;;) {
+    bool all = true;
+    for (const Child& c : children_) {
+      if (c.os_pid <= 0 || std::find(batch.begin(), batch.end(), c.pid) != batch.end()) continue;
+      if (sp.children[c.slot].parked_epoch.load(std::memory_order_acquire) == epoch) continue;
+      siginfo_t info{};
+      if (waitid(P_PID, static_cast<id_t>(c.os_pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+          info.si_pid == c.os_pid) {
+        // Ended without parking: left to the main loop; a crash is recovered now.
+        if (!(info.si_code == CLD_EXITED && info.si_status == 0)) batch.push_back(c.pid);
+        continue;
+      }
+      all = false;
+    }
+    if (all) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      sp.pause_epoch.store(0, std::memory_order_release);
+      return Status(Errc::kTimeout, "compute processes did not park within 60 s");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  Status s = run_leaders([&](uint16_t leader, bool armed) { return ford_leader_main(batch, leader, armed); },
+                         fmt::format("pid {} (world stopped)", dead));
+  sp.pause_epoch.store(0, std::memory_order_release);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  ++pauses_;
+  pause_ms_total_ += ms;
+  pause_ms_max_ = std::max(pause_ms_max_, ms);
+  if (!s) return s;
+  for (uint16_t pid : batch) {
+    cluster_->failed_ids().add(pid);
+    failed_.push_back(pid);
+    recovered_in_pause_.push_back(pid);
+    ++recoveries_;
+  }
   return Status();
 }
 
@@ -527,10 +705,16 @@ int Driver::final_asserts() {
   return 0;
 }
 
-int Driver::run(double p_crash, std::optional<CrashPoint> point, double p_recovery) {
+int Driver::run(double p_crash, std::optional<CrashPoint> point, double p_recovery, bool cycle) {
   p_crash_ = p_crash;
   point_ = point;
   p_recovery_ = p_recovery;
+  cycle_ = cycle_mode_ = cycle;
+  for (size_t i = 0; i < kCrashPointCount; ++i) {
+    const auto p = static_cast<CrashPoint>(i);
+    if (!applicable(p, base_.protocol, true)) continue;
+    (is_recovery_point(p) ? recovery_cycle_ : compute_cycle_).push_back(p);
+  }
   SharedPage* sp = shared_.get();
   if (!sp) {
     fprintf(stderr, "pandora-litmus: mmap of the shared page failed\n");
@@ -576,6 +760,7 @@ int Driver::run(double p_crash, std::optional<CrashPoint> point, double p_recove
     if (!stopping && (crashes_ >= o_.max_crashes || uint32_t{max_pid_} < next_pid_ + reserve)) {
       p_crash_ = 0;
       point_.reset();
+      cycle_ = false;
     }
     return true;
   };
@@ -645,13 +830,17 @@ int Driver::report(double seconds, int rc) {
          static_cast<unsigned long long>(children_started_), static_cast<unsigned long long>(crashes_),
          static_cast<unsigned long long>(child_errors_), static_cast<unsigned long long>(recoveries_),
          static_cast<unsigned long long>(leader_crashes_), pids_exhausted_ ? " [pid space exhausted]" : "");
+  if (pauses_ > 0) {
+    printf("stop-the-world pauses: %llu, %.1f ms in total, longest %.1f ms\n", static_cast<unsigned long long>(pauses_),
+           pause_ms_total_, pause_ms_max_);
+  }
   printf("log recovery: %llu records, %llu rolled back, %llu rolled forward, %llu latches swept\n",
          static_cast<unsigned long long>(sp.rec_records.load()),
          static_cast<unsigned long long>(sp.rec_rolled_back.load()),
          static_cast<unsigned long long>(sp.rec_rolled_forward.load()),
          static_cast<unsigned long long>(sp.rec_swept.load()));
   const ProtocolMode mode = base_.protocol;
-  const bool recovery_expected = mode != ProtocolMode::kFord && crashes_ > 0;
+  const bool recovery_expected = crashes_ > 0;
   std::vector<std::string> missing;
   printf("crash points (hits / crashes injected):\n");
   for (size_t i = 0; i < kCrashPointCount; ++i) {
@@ -660,14 +849,15 @@ int Driver::report(double seconds, int rc) {
     const bool app = applicable(p, mode, recovery_expected);
     printf("  %-26s %10llu / %llu%s\n", std::string(crash_point_name(p)).c_str(), static_cast<unsigned long long>(h),
            static_cast<unsigned long long>(fired_[i]), app ? "" : "  (n/a)");
-    if (app && h == 0) missing.emplace_back(crash_point_name(p));
+    if (app && (cycle_mode_ ? fired_[i] : h) == 0) missing.emplace_back(crash_point_name(p));
   }
   if (!missing.empty()) {
     std::string m;
     for (const auto& s : missing) m += (m.empty() ? "" : ", ") + s;
-    printf("coverage: %zu applicable crash points never hit: %s\n", missing.size(), m.c_str());
+    printf("coverage: %zu applicable crash points never %s: %s\n", missing.size(),
+           cycle_mode_ ? "crashed at" : "hit", m.c_str());
   } else {
-    printf("coverage: every applicable crash point hit\n");
+    printf("coverage: every applicable crash point %s\n", cycle_mode_ ? "crashed at least once" : "hit");
   }
   const uint32_t nviol = sp.violations.load();
   printf("violations: %u\n", nviol);
@@ -714,8 +904,11 @@ int litmus_main(int argc, char** argv) {
                                  "missing-insert-log, covert-latches, relaxed-latches, lost-decision, "
                                  "logging-without-latching");
   opts.add_string("crash", &o.crash,
-                  "random | none | a crash point name (see --list-crash-points); a recovery point crashes every "
-                  "recovery leader there (up to 3 per recovery) while compute processes crash at random points");
+                  "random | cycle | none | a crash point name (see --list-crash-points). cycle: each new compute "
+                  "process is armed at the next applicable compute point, each recovery leader at the next recovery "
+                  "point, so every point crashes (--require-coverage then counts crashes, not hits). A recovery "
+                  "point crashes every recovery leader there (up to 3 per recovery) while compute processes crash "
+                  "at random points");
   opts.add_string("crash-probability", &o.crash_probability,
                   "probability that a hit of an armed compute crash point crashes the process");
   opts.add_u64("crash-nth", &o.crash_nth, "with --crash POINT: crash at this hit of POINT in each process (0: only "
@@ -804,22 +997,18 @@ int litmus_main(int argc, char** argv) {
   if (!p || !pr) return fail("probabilities must be numbers in [0, 1]");
   std::optional<CrashPoint> point;
   double p_crash = 0, p_recovery = 0;
+  const bool cycle = o.crash == "cycle";
   if (o.crash == "random") {
     p_crash = *p;
     p_recovery = *pr;
-  } else if (o.crash != "none") {
+  } else if (o.crash != "none" && !cycle) {
     point = parse_crash_point(o.crash);
     if (!point) return fail(fmt::format("unknown crash point '{}' (--list-crash-points)", o.crash));
     p_crash = *p;
     if (o.crash_nth == 0 && p_crash == 0) return fail("--crash POINT needs --crash-nth or --crash-probability > 0");
   }
-  if (base.protocol == ProtocolMode::kFord && (point || p_crash > 0)) {
-    // FORD recovers by a stop-the-world scan of every slot, which is not
-    // part of log_recovery; a crashed FORD node cannot be recovered here.
-    return fail("crash injection needs log recovery; --protocol ford runs only with --crash none");
-  }
   Driver d(o, std::move(*kinds), base);
-  return d.run(p_crash, point, p_recovery);
+  return d.run(p_crash, point, p_recovery, cycle);
 }
 
 }  // namespace

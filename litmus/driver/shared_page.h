@@ -37,12 +37,19 @@ struct ViolationRecord {
 
 struct ChildSlot {
   std::atomic<int32_t> crash_note{-1};  // the point a child fired before dying
+  // Stop-the-world (ford): the pause epoch this child has acknowledged, set
+  // once every one of its coordinators sits between transactions.
+  std::atomic<uint32_t> parked_epoch{0};
 };
 
 struct SharedPage {
   std::atomic<uint64_t> failed_words[FailedIds::kBits / 64];
   std::atomic<uint64_t> failed_generation{0};
   std::atomic<uint32_t> stop{0};
+  // Stop-the-world (ford recovery): non-zero while the driver wants every
+  // compute process parked between transactions; the value is the epoch
+  // children acknowledge in ChildSlot::parked_epoch.
+  std::atomic<uint32_t> pause_epoch{0};
   std::atomic<uint64_t> commits{0};  // litmus transactions
   std::atomic<uint64_t> aborts{0};
   std::atomic<uint64_t> asserts{0};  // committed assert transactions

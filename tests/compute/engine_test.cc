@@ -8,6 +8,7 @@
 #include "compute/blocking_client.h"
 #include "compute/loader.h"
 #include "compute/op_batch.h"
+#include "compute/scheduler.h"
 #include "tests/compute/compute_test_support.h"
 
 namespace pandora::testing {
@@ -280,6 +281,40 @@ TEST_P(EngineTest, ReadValidationSeesConcurrentCommits) {
   });
   EXPECT_EQ(o.reason, AbortReason::kValidationFailed);
   EXPECT_TRUE(scan_latches(*c).empty());
+}
+
+// A coordinator waiting on something other than its own operations (the
+// litmus driver's pause flag) yields; the worker must run it again even
+// though none of its operations completed, while the others progress.
+TEST_P(EngineTest, AYieldingCoordinatorRunsAgainWhileTheOthersProgress) {
+  auto c = load(cfg(1));
+  ASSERT_TRUE(c);
+  auto sched = Scheduler::create(*c);
+  ASSERT_TRUE(sched);
+  const size_t n = (*sched)->worker(0).coordinator_count();
+  ASSERT_GE(n, 2u);
+  size_t done = 0;  // one worker thread: no race
+  uint64_t yields = 0;
+  (*sched)->run([&](Coordinator& co) {
+    if (co.slot() == 0) {
+      while (done < n - 1) {
+        ++yields;
+        co.yield();
+      }
+      return;
+    }
+    auto r = [&] {
+      Txn& t = co.txn();
+      t.begin();
+      auto v = t.update(kAccounts, co.slot());
+      if (v) (*v)[0] ^= 1;
+      return t.commit();
+    }();
+    EXPECT_TRUE(r.committed) << abort_reason_name(r.reason);
+    ++done;
+  });
+  EXPECT_EQ(done, n - 1);
+  EXPECT_GT(yields, 0u);
 }
 
 TEST_P(EngineTest, CountsRemoteOperationsPerTransaction) {
