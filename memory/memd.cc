@@ -1,14 +1,17 @@
 #include "memory/memd.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -70,6 +73,23 @@ class ShutdownSignals {
   int fd_ = -1;
 };
 
+// --exit-with-pid: a pidfd becomes readable when the process ends, whoever
+// its parent is; the watcher then asks for the usual clean shutdown by
+// sending SIGTERM to this process (blocked in every thread, read from the
+// signalfd by the control loop). The thread is detached: the process ends
+// around it.
+Status watch_process(pid_t pid) {
+  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return Status(Errc::kInvalidArgument, fmt::format("cannot watch process: {}", strerror(errno)));
+  std::thread([fd] {
+    pollfd p{fd, POLLIN, 0};
+    while (::poll(&p, 1, -1) < 0 && errno == EINTR) {
+    }
+    ::kill(::getpid(), SIGTERM);
+  }).detach();
+  return Status();
+}
+
 }  // namespace
 
 void declare_options(OptionSet& opts, MemdConfig& cfg) {
@@ -91,6 +111,10 @@ void declare_options(OptionSet& opts, MemdConfig& cfg) {
                 "format an existing file whose first 4K are all zero (e.g. a fresh DAX device); "
                 "never touches a file with a non-zero header");
   opts.add_choice("log-level", &cfg.log_level, {"debug", "info", "warn", "error"}, "log verbosity");
+  opts.add_u64("exit-with-pid", &cfg.exit_with_pid,
+               "shut down cleanly (as on SIGTERM) when process PID ends - for test harnesses and supervisors that "
+               "must not leave daemons behind if they die (0: off)",
+               0, INT32_MAX);
 }
 
 int run(const MemdConfig& cfg, const OptionSet& opts) {
@@ -124,6 +148,11 @@ int run(const MemdConfig& cfg, const OptionSet& opts) {
   if (signals.fd() < 0) {
     log.error("signalfd: {}", strerror(errno));
     return kExitIo;
+  }
+  if (cfg.exit_with_pid != 0) {
+    if (Status s = watch_process(static_cast<pid_t>(cfg.exit_with_pid)); !s) {
+      return usage_error("--exit-with-pid " + std::to_string(cfg.exit_with_pid) + ": " + s.message());
+    }
   }
   ::signal(SIGPIPE, SIG_IGN);  // sockets use MSG_NOSIGNAL; this covers everything else
   // Every compute thread holds a connection: use all the descriptors we may.

@@ -33,6 +33,7 @@ struct MemdConfig {
   uint64_t threads = 1;
   bool format = false;
   std::string log_level = "info";
+  uint64_t exit_with_pid = 0;  // 0: off
 };
 
 // Binds every flag of pandora-memd to `cfg`.

@@ -80,7 +80,10 @@ Status LocalMemds::start() {
                                            "--listen",
                                            "127.0.0.1:0",
                                            "--port-file",
-                                           port_path};
+                                           port_path,
+                                           // A driver that dies must not leave daemons behind.
+                                           "--exit-with-pid",
+                                           std::to_string(::getpid())};
     const pid_t pid = spawn_daemon(argv, log_path);
     if (pid <= 0) return Status(Errc::kIo, fmt::format("cannot start {}", options_.binary));
     pids_.push_back(pid);

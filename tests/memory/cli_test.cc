@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "memory/exit_codes.h"
 #include "memory/region.h"
 #include "tests/support/memd_process.h"
+#include "tests/transport/child_process.h"
 
 namespace pandora::testing {
 namespace {
@@ -90,7 +92,7 @@ TEST_F(CliTest, HelpListsEveryFlag) {
   ASSERT_EQ(run({memd_binary(), "--help"}, &out), 0) << out;
   for (const char* flag : {"--pm-path", "--size", "--node-id", "--cluster-id", "--secret-file", "--listen",
                            "--port-file", "--log-size", "--threads", "--format", "--log-level", "--help",
-                           "--config"}) {
+                           "--config", "--exit-with-pid"}) {
     EXPECT_NE(out.find(flag), std::string::npos) << flag << " missing from --help:\n" << out;
   }
 }
@@ -168,6 +170,39 @@ TEST_F(CliTest, CleanStopExitsZeroAndMarksTheRegionClean) {
   std::memcpy(&st, bytes.data() + kRegionStateOffset, sizeof(st));
   EXPECT_EQ(st.state, kStateClean);
   EXPECT_EQ(st.start_count, 1u);
+}
+
+// A harness that dies without stopping its daemons (an ASan abort) must not
+// leave them running: --exit-with-pid shuts the daemon down cleanly when
+// the watched process ends, whoever reaps it.
+TEST_F(CliTest, ExitWithPidShutsDownCleanlyWhenThatProcessEnds) {
+  int fds[2];
+  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);  // the daemon must not inherit the write end
+  ChildProcess watched = ChildProcess::run([&] {
+    ::close(fds[1]);
+    char c;
+    (void)!::read(fds[0], &c, 1);  // until the test closes its end
+    return 0;
+  });
+  ::close(fds[0]);
+  ASSERT_GT(watched.pid(), 0);
+  TempDir dir;
+  MemdOptions o;
+  o.extra_args = {"--exit-with-pid", std::to_string(watched.pid())};
+  MemdProcess memd(dir.path(), o);
+  ASSERT_TRUE(memd.start()) << memd.last_error();
+  EXPECT_EQ(memd.wait_exit(std::chrono::milliseconds(200)), -1) << "exited while the watched process runs";
+  ::close(fds[1]);
+  auto ended = watched.wait_for(std::chrono::seconds(20));
+  ASSERT_TRUE(ended && ended->exited);
+  EXPECT_EQ(memd.wait_exit(std::chrono::seconds(20)), kExitOk) << memd.stderr_text();
+  EXPECT_NE(memd.stderr_text().find("shutdown complete"), std::string::npos) << memd.stderr_text();
+  // A process that does not exist is a usage error naming the flag.
+  std::vector<std::string> argv = base_argv();
+  auto flag = std::find(argv.begin(), argv.end(), "--exit-with-pid");
+  ASSERT_NE(flag, argv.end());
+  *(flag + 1) = "2147483646";
+  expect_exit(argv, kExitUsage, "--exit-with-pid 2147483646: cannot watch process");
 }
 
 TEST_F(CliTest, WorldReadableSecretIsWarnedAbout) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -136,6 +137,11 @@ std::vector<std::string> MemdProcess::argv() const {
       "--port-file", port_path_,
       "--threads", std::to_string(options_.threads),
   };
+  // A test binary that dies (an ASan abort) must not leave daemons behind.
+  if (std::find(options_.extra_args.begin(), options_.extra_args.end(), "--exit-with-pid") ==
+      options_.extra_args.end()) {
+    a.insert(a.end(), {"--exit-with-pid", std::to_string(::getpid())});
+  }
   a.insert(a.end(), options_.extra_args.begin(), options_.extra_args.end());
   return a;
 }
@@ -191,6 +197,13 @@ int MemdProcess::stop() {
     return -1;
   }
   pid_ = -1;
+  return rc;
+}
+
+int MemdProcess::wait_exit(std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return -1;
+  const int rc = wait_with_deadline(pid_, Clock::now() + timeout);
+  if (rc >= 0) pid_ = -1;
   return rc;
 }
 

@@ -15,6 +15,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -45,7 +46,7 @@ struct MemdOptions {
   std::string log_size = "1M";
   uint32_t threads = 1;
   std::string secret = "test-secret";
-  std::vector<std::string> extra_args;  // appended verbatim
+  std::vector<std::string> extra_args;  // appended verbatim (an --exit-with-pid here replaces the default)
 };
 
 class MemdProcess {
@@ -61,6 +62,9 @@ class MemdProcess {
   bool start();
   // SIGTERM, then wait for exit. Returns the exit code (or 128+signal).
   int stop();
+  // Waits (bounded) for the daemon to exit on its own: its exit code (or
+  // 128+signal), or -1 if it is still running after `timeout`.
+  int wait_exit(std::chrono::milliseconds timeout);
   // SIGKILL, then reap. The region file stays.
   void kill9();
   // kill9() (if running) then start() on the same region and options.
