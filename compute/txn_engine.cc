@@ -976,6 +976,7 @@ void TxnEngine::emit_trace(bool committed, AbortReason r) {
     TraceItem ti;
     ti.table = it.table_id;
     ti.key = it.key;
+    ti.slot = it.slot;
     switch (it.access) {
       case Access::kRead:
         ti.op = TraceOp::kRead;

@@ -25,6 +25,7 @@ enum class TraceOp : uint8_t {
 struct TraceItem {
   uint32_t table = 0;
   uint64_t key = 0;
+  uint64_t slot = 0;  // region offset of the slot read / written (versions count per slot); 0 = unknown
   TraceOp op = TraceOp::kRead;
   bool present = true;         // reads: false when the key was absent
   uint64_t read_version = 0;   // kRead, kUpdate: the version observed

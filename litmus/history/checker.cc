@@ -19,24 +19,28 @@ constexpr int kGSingleAttempts = 32;
 // then reads, so a version's writers are known before its readers.
 enum AccessKind : uint32_t { kWrite = 0, kAbortedWrite = 1, kRead = 2 };
 
+// One access to an object: an incarnation (table, key, slot) of a key, whose
+// version numbers are one slot's counter (checker.h).
 struct Access {
   uint64_t key = 0;
+  uint64_t slot = 0;
   uint64_t version = 0;
   uint32_t table = 0;
   uint32_t txn : 28 = 0;
   uint32_t kind : 2 = 0;  // AccessKind
   uint32_t op : 2 = 0;    // TraceOp - 1
 
-  bool same_object(const Access& o) const { return table == o.table && key == o.key; }
+  bool same_object(const Access& o) const { return table == o.table && key == o.key && slot == o.slot; }
   bool operator<(const Access& o) const {
     if (table != o.table) return table < o.table;
     if (key != o.key) return key < o.key;
+    if (slot != o.slot) return slot < o.slot;
     if (version != o.version) return version < o.version;
     if (kind != o.kind) return kind < o.kind;
     return txn < o.txn;
   }
 };
-static_assert(sizeof(Access) == 24);
+static_assert(sizeof(Access) == 32);
 
 struct TxnMeta {
   uint64_t begin_ns = 0;
@@ -60,7 +64,10 @@ std::string_view op_label(TraceOp op) {
 
 }  // namespace
 
-std::string object_name(uint32_t table, uint64_t key) { return fmt::format("t{}:k{}", table, key); }
+std::string object_name(uint32_t table, uint64_t key, uint64_t slot) {
+  if (slot == 0) return fmt::format("t{}:k{}", table, key);
+  return fmt::format("t{}:k{}@{}", table, key, slot);
+}
 
 std::string_view edge_type_name(EdgeType t) {
   switch (t) {
@@ -111,8 +118,9 @@ struct Checker::State {
     a.txns.push_back(ref(index));
     a.table = item.table;
     a.key = item.key;
+    a.slot = item.slot;
     a.version = item.write_version;
-    a.detail = fmt::format("T1 {} {}", what, object_name(item.table, item.key));
+    a.detail = fmt::format("T1 {} {}", what, object_name(item.table, item.key, item.slot));
     add_anomaly(std::move(a));
   }
 
@@ -149,6 +157,7 @@ void Checker::State::add(const TxnTrace& t) {
     Access a;
     a.table = it.table;
     a.key = it.key;
+    a.slot = it.slot;
     a.txn = index;
     a.op = static_cast<uint32_t>(it.op) - 1;
     if (!t.committed) {
@@ -198,7 +207,9 @@ void Checker::State::add_edge(EdgeType type, uint32_t from_access, uint32_t to_a
 }
 
 // Walks each object's accesses in version order, adding dependency edges
-// and the non-cycle anomalies.
+// and the non-cycle anomalies. An object is one incarnation (table, key,
+// slot): version numbers order only the accesses of one slot, so nothing
+// here relates two incarnations of a key.
 void Checker::State::scan_objects() {
   std::sort(accesses.begin(), accesses.end());
   if (accesses.size() >= (size_t{1} << 30)) {
@@ -246,9 +257,10 @@ void Checker::State::scan_objects() {
           for (uint32_t w : writers) a.txns.push_back(ref(accesses[w].txn));
           a.table = first.table;
           a.key = first.key;
+          a.slot = first.slot;
           a.version = version;
           a.detail = fmt::format("{} committed transactions (T1..T{}) all installed {} v{}", writers.size(),
-                                 writers.size(), object_name(first.table, first.key), version);
+                                 writers.size(), object_name(first.table, first.key, first.slot), version);
           add_anomaly(std::move(a));
         }
         for (uint32_t p : prev_writers) {
@@ -276,11 +288,12 @@ void Checker::State::scan_objects() {
           for (uint32_t r : readers) a.txns.push_back(ref(accesses[r].txn));
           a.table = first.table;
           a.key = first.key;
+          a.slot = first.slot;
           a.version = version;
           a.detail = fmt::format("committed {} read {} v{}, which only aborted {} installed",
                                  readers.size() == 1 ? fmt::format("T{}", aborted.size() + 1)
                                                      : fmt::format("T{}..T{}", aborted.size() + 1, a.txns.size()),
-                                 object_name(first.table, first.key), version,
+                                 object_name(first.table, first.key, first.slot), version,
                                  aborted.size() == 1 ? std::string("T1") : fmt::format("T1..T{}", aborted.size()));
           add_anomaly(std::move(a));
         } else {
@@ -290,12 +303,13 @@ void Checker::State::scan_objects() {
             for (uint32_t r : readers) a.txns.push_back(ref(accesses[r].txn));
             a.table = first.table;
             a.key = first.key;
+            a.slot = first.slot;
             a.version = version;
             a.detail = fmt::format(
                 "{} read {} v{}, which no transaction in the history installed (committed versions reach v{} below "
                 "it, so it is not the initial state)",
                 readers.size() == 1 ? std::string("T1") : fmt::format("T1..T{}", readers.size()),
-                object_name(first.table, first.key), version, last_committed);
+                object_name(first.table, first.key, first.slot), version, last_committed);
             add_anomaly(std::move(a));
           }
           // Unrecorded but ordered by its number: readers precede the next
@@ -393,6 +407,7 @@ Anomaly Checker::State::cycle_anomaly(const Graph& g, const std::vector<uint32_t
       const Access& y = accesses[e.to_access];
       s.table = x.table;
       s.key = x.key;
+      s.slot = x.slot;
       s.from_version = x.version;
       s.to_version = y.version;
     }

@@ -3,11 +3,30 @@
 // COMMITTED transactions and looks for cycles, plus the non-cycle
 // phenomena a versioned history shows directly.
 //
-// Version order. TxnTrace versions are per-slot counters that grow by one
-// per committed write, so for one object (table, key) the version numbers
-// ARE the version order. Writers of a version may be missing from the
-// history (the initial load, processes that recorded nothing): edges then
-// link the recorded neighbours, which the total version order makes sound.
+// Objects are incarnations. TxnTrace versions are per-slot counters: an
+// update or delete installs old+1 in the key's slot, an insert picks a free
+// slot and installs that slot's (replica maximum) version + 1. So a key
+// deleted and re-inserted into a different slot restarts from that slot's
+// counter: its numbers may go down or repeat ones it had before. The
+// checker's object is therefore an incarnation (table, key, slot), slot
+// being TraceItem::slot; a key that comes back to a slot it had before is
+// the same incarnation again, which is sound because a slot's counter never
+// goes down. Items with slot 0 (histories written before the slot was
+// recorded, reads of an absent key) form the incarnation (table, key, 0),
+// which for an old history is exactly the key, as before.
+// Cross-incarnation order is NOT checked: no ww/wr/rw edge ever joins two
+// incarnations of a key (their numbers are not comparable). Transactions on
+// different incarnations are ordered only by real-time edges (and by paths
+// through other objects), and nothing verifies that one incarnation ended
+// (a committed delete) before the next began: two live incarnations of one
+// key at once (a duplicate insert) go unnoticed.
+//
+// Version order. Within an incarnation the slot's counter grows by one per
+// committed write, so the version numbers ARE the version order. Writers of
+// a version may be missing from the history (the initial load, processes
+// that recorded nothing, other keys that used the slot in between): edges
+// then link the recorded neighbours, which the total version order makes
+// sound.
 //   ww  writer of v        -> writer of the next recorded committed version
 //   wr  writer of v        -> every committed reader of v
 //   rw  reader of v        -> writer of the next recorded committed version
@@ -42,16 +61,15 @@
 //     that did not install read version + 1, a write of version 0).
 // G1b (intermediate read) cannot occur: a Pandora transaction installs one
 // version per object.
-//
-// Known blind spot: an object deleted and re-inserted into a different
-// slot restarts from that slot's counter, so its version numbers no longer
-// order it; such histories can show false lost-updates and cycles.
+// All of these are per incarnation: "an object" and "version v" above mean
+// one (table, key, slot) and its slot's counter.
 //
 // Cost: O(A log A + T log T) time for A accesses and T transactions, and
-// memory linear in A (about 90 bytes per access at the peak, edges
+// memory linear in A (about 100 bytes per access at the peak, edges
 // included); the traces themselves are not kept (Checker::add() copies out
 // what it needs). history_bench (Release): 1e6 transactions, 5.6e6
-// accesses, strict serializability: about 2 s and 485 MiB.
+// accesses, strict serializability: about 2 s and 528 MiB (485 MiB before
+// each access carried its slot).
 #pragma once
 
 #include <array>
@@ -67,8 +85,9 @@
 namespace pandora::history {
 
 std::string_view edge_type_name(EdgeType t);  // "ww", "wr", "rw", "rt"
-// How reports name an object: "t<table>:k<key>".
-std::string object_name(uint32_t table, uint64_t key);
+// How reports name an object: "t<table>:k<key>", and "t<table>:k<key>@<slot>"
+// for an incarnation with a known (non-zero) slot.
+std::string object_name(uint32_t table, uint64_t key, uint64_t slot = 0);
 
 enum class AnomalyKind : uint8_t {
   kG0 = 0,
@@ -112,9 +131,10 @@ struct CycleStep {
   // The object and versions behind a dependency edge: ww from_version (by
   // `from`) then to_version (by `to`); wr both the version read; rw the
   // version `from` read and the next version, installed by `to`. Zero for rt
-  // (the transactions' times explain it).
+  // (the transactions' times explain it). `slot` names the incarnation.
   uint32_t table = 0;
   uint64_t key = 0;
+  uint64_t slot = 0;
   uint64_t from_version = 0;
   uint64_t to_version = 0;
 };
@@ -127,9 +147,10 @@ struct Anomaly {
   // the transactions involved (the writers first).
   std::vector<TxnRef> txns;
   std::vector<CycleStep> steps;  // cycles only; steps[i] leaves txns[i]
-  // Non-cycle anomalies: the object and version involved.
+  // Non-cycle anomalies: the object (incarnation) and version involved.
   uint32_t table = 0;
   uint64_t key = 0;
+  uint64_t slot = 0;
   uint64_t version = 0;
   // One sentence saying what happened, naming transactions as T1, T2, ...
   // (1-based positions in `txns`).
@@ -142,8 +163,9 @@ struct Summary {
   uint64_t transactions = 0;
   uint64_t committed = 0;
   uint64_t aborted = 0;
-  // Distinct (table, key) and accesses the graph is built from: committed
-  // reads and writes (an update is both) and aborted writes.
+  // Distinct objects, i.e. incarnations (table, key, slot), and accesses the
+  // graph is built from: committed reads and writes (an update is both) and
+  // aborted writes.
   uint64_t objects = 0;
   uint64_t accesses = 0;
   // Edges by EdgeType. Real-time edges are counted as encoded (about 3 per

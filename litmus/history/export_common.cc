@@ -6,101 +6,184 @@
 #include <ctime>
 #include <tuple>
 
+#include "litmus/history/checker.h"
+
 namespace pandora::history {
 namespace {
 
 constexpr size_t kSpillBytes = 1 << 20;
+constexpr size_t kCompactMin = 1 << 16;  // incarnations collected before the first compaction
 
 bool is_write(TraceOp op) { return op != TraceOp::kRead; }
 bool is_read(TraceOp op) { return op == TraceOp::kRead || op == TraceOp::kUpdate; }
 
 }  // namespace
 
-Result<uint64_t> pack_object(uint32_t table, uint64_t key) {
-  if (table >= (uint64_t{1} << kObjectTableBits) || key >= (uint64_t{1} << kObjectKeyBits)) {
-    return Status(Errc::kUnsupported, fmt::format("object t{}:k{} does not fit the export's object encoding "
-                                                  "(table << {} | key needs table < 2^{} and key < 2^{})",
-                                                  table, key, kObjectKeyBits, kObjectTableBits, kObjectKeyBits));
+Result<uint64_t> pack_object(uint32_t table, uint64_t key, uint64_t incarnation, uint64_t slot) {
+  if (incarnation == 0) {
+    if (table >= (uint64_t{1} << kObjectTableBits) || key >= (uint64_t{1} << kObjectKeyBits)) {
+      return Status(Errc::kUnsupported, fmt::format("object {} does not fit the export's object encoding "
+                                                    "(table << {} | key needs table < 2^{} and key < 2^{})",
+                                                    object_name(table, key, slot), kObjectKeyBits, kObjectTableBits,
+                                                    kObjectKeyBits));
+    }
+    return uint64_t{table} << kObjectKeyBits | key;
   }
-  return uint64_t{table} << kObjectKeyBits | key;
+  if (table >= (uint64_t{1} << kObjectMovedTableBits) || key >= (uint64_t{1} << kObjectKeyBits) ||
+      incarnation >= (uint64_t{1} << kObjectIncarnationBits)) {
+    return Status(Errc::kUnsupported,
+                  fmt::format("object {} (incarnation {} of the key) does not fit the export's object encoding "
+                              "((incarnation << {} | table) << {} | key needs incarnation < 2^{}, table < 2^{} "
+                              "and key < 2^{})",
+                              object_name(table, key, slot), incarnation, kObjectMovedTableBits, kObjectKeyBits,
+                              kObjectIncarnationBits, kObjectMovedTableBits, kObjectKeyBits));
+  }
+  return (incarnation << kObjectMovedTableBits | table) << kObjectKeyBits | key;
 }
 
 bool ExportIndex::Version::operator<(const Version& o) const {
-  return std::tie(table, key, version, txn) < std::tie(o.table, o.key, o.version, o.txn);
+  return std::tie(object, version, txn) < std::tie(o.object, o.version, o.txn);
 }
 
 ExportIndex::ExportIndex(const std::vector<TxnTrace>& history) : history_(history) {
-  std::vector<std::pair<uint32_t, uint64_t>> objects;
   bool any = false;
-  for (size_t i = 0; i < history.size(); ++i) {
-    const TxnTrace& t = history[i];
+  // Compacting whenever the list doubles keeps it near the number of
+  // distinct incarnations instead of one entry per access.
+  size_t compact_at = kCompactMin;
+  for (const TxnTrace& t : history) {
     first_ns_ = any ? std::min(first_ns_, t.begin_ns) : t.begin_ns;
     last_ns_ = any ? std::max(last_ns_, std::max(t.end_ns, t.begin_ns)) : std::max(t.end_ns, t.begin_ns);
     any = true;
-    for (const TraceItem& it : t.items) {
-      objects.emplace_back(it.table, it.key);
-      if (!is_write(it.op) || it.write_version == 0) continue;
-      (t.committed ? committed_ : aborted_).push_back({it.table, it.key, it.write_version, i});
+    for (const TraceItem& it : t.items) incarnations_.push_back({it.table, it.key, it.slot, t.begin_ns, 0});
+    if (incarnations_.size() >= compact_at) {
+      compact_incarnations();
+      compact_at = std::max(kCompactMin, 2 * incarnations_.size());
     }
   }
-  std::sort(objects.begin(), objects.end());
-  objects_ = static_cast<uint64_t>(std::unique(objects.begin(), objects.end()) - objects.begin());
+  compact_incarnations();
+  number_incarnations();
+  if (!status_.is_ok()) return;
 
+  for (size_t i = 0; i < history.size(); ++i) {
+    const TxnTrace& t = history[i];
+    for (const TraceItem& it : t.items) {
+      if (!is_write(it.op) || it.write_version == 0) continue;
+      (t.committed ? committed_ : aborted_).push_back({object_of(it), it.write_version, i});
+    }
+  }
   for (Version& v : committed_) v.txn = 0;  // uniqueness is per version
   std::sort(committed_.begin(), committed_.end());
   committed_.erase(std::unique(committed_.begin(), committed_.end(),
                                [](const Version& a, const Version& b) {
-                                 return a.table == b.table && a.key == b.key && a.version == b.version;
+                                 return a.object == b.object && a.version == b.version;
                                }),
                    committed_.end());
-  std::erase_if(aborted_, [this](const Version& v) { return committed_write(v.table, v.key, v.version); });
+  std::erase_if(aborted_, [this](const Version& v) { return committed_write(v.object, v.version); });
   std::sort(aborted_.begin(), aborted_.end());
 }
 
-bool ExportIndex::committed_write(uint32_t table, uint64_t key, uint64_t v) const {
-  return std::binary_search(committed_.begin(), committed_.end(), Version{table, key, v, 0});
+// Sorts incarnations_ by (table, key, slot) and drops duplicates, keeping
+// each incarnation's earliest access.
+void ExportIndex::compact_incarnations() {
+  std::sort(incarnations_.begin(), incarnations_.end(), [](const Incarnation& a, const Incarnation& b) {
+    return std::tie(a.table, a.key, a.slot, a.first_ns) < std::tie(b.table, b.key, b.slot, b.first_ns);
+  });
+  incarnations_.erase(std::unique(incarnations_.begin(), incarnations_.end(),
+                                  [](const Incarnation& a, const Incarnation& b) {
+                                    return a.table == b.table && a.key == b.key && a.slot == b.slot;
+                                  }),
+                      incarnations_.end());
 }
 
-uint64_t ExportIndex::aborted_writer(uint32_t table, uint64_t key, uint64_t v) const {
-  const auto it = std::lower_bound(aborted_.begin(), aborted_.end(), Version{table, key, v, 0});
-  if (it == aborted_.end() || it->table != table || it->key != key || it->version != v) return UINT64_MAX;
+// Numbers each key's incarnations (compacted) by first access and packs
+// their objects.
+void ExportIndex::number_incarnations() {
+  uint32_t max_table = 0;
+  bool moved = false;  // some key has a second incarnation
+  std::vector<size_t> order;
+  for (size_t i = 0; i < incarnations_.size();) {
+    size_t j = i;
+    while (j < incarnations_.size() && incarnations_[j].table == incarnations_[i].table &&
+           incarnations_[j].key == incarnations_[i].key) {
+      ++j;
+    }
+    order.resize(j - i);
+    for (size_t k = 0; k < order.size(); ++k) order[k] = i + k;
+    std::sort(order.begin(), order.end(), [this](size_t a, size_t b) {
+      return std::tie(incarnations_[a].first_ns, incarnations_[a].slot) <
+             std::tie(incarnations_[b].first_ns, incarnations_[b].slot);
+    });
+    for (size_t n = 0; n < order.size(); ++n) {
+      Incarnation& inc = incarnations_[order[n]];
+      Result<uint64_t> object = pack_object(inc.table, inc.key, n, inc.slot);
+      if (!object.is_ok()) {
+        status_ = object.status();
+        return;
+      }
+      inc.object = *object;
+    }
+    max_table = std::max(max_table, incarnations_[i].table);
+    moved |= order.size() > 1;
+    i = j;
+  }
+  if (moved && max_table >= (uint32_t{1} << kObjectMovedTableBits)) {
+    status_ = Status(Errc::kUnsupported,
+                     fmt::format("the history has keys with several incarnations (slots) and table {} >= 2^{}: "
+                                 "the export's object encoding cannot keep their objects apart",
+                                 max_table, kObjectMovedTableBits));
+  }
+}
+
+uint64_t ExportIndex::object_of(const TraceItem& it) const {
+  const auto at = std::lower_bound(incarnations_.begin(), incarnations_.end(), it, [](const Incarnation& a,
+                                                                                       const TraceItem& b) {
+    return std::tie(a.table, a.key, a.slot) < std::tie(b.table, b.key, b.slot);
+  });
+  return at->object;  // every item of the history has its incarnation
+}
+
+bool ExportIndex::committed_write(uint64_t object, uint64_t v) const {
+  return std::binary_search(committed_.begin(), committed_.end(), Version{object, v, 0});
+}
+
+uint64_t ExportIndex::aborted_writer(uint64_t object, uint64_t v) const {
+  const auto it = std::lower_bound(aborted_.begin(), aborted_.end(), Version{object, v, 0});
+  if (it == aborted_.end() || it->object != object || it->version != v) return UINT64_MAX;
   return it->txn;
 }
 
-bool ExportIndex::read_value(uint32_t table, uint64_t key, uint64_t v, uint64_t* value) const {
+bool ExportIndex::read_value(uint64_t object, uint64_t v, uint64_t* value) const {
   *value = v;
-  if (committed_write(table, key, v) || aborted_writer(table, key, v) != UINT64_MAX) return true;
-  // Lowest committed version of the object.
-  const auto it = std::lower_bound(committed_.begin(), committed_.end(), Version{table, key, 0, 0});
-  const bool any_committed = it != committed_.end() && it->table == table && it->key == key;
+  if (committed_write(object, v) || aborted_writer(object, v) != UINT64_MAX) return true;
+  // Lowest committed version of the incarnation.
+  const auto it = std::lower_bound(committed_.begin(), committed_.end(), Version{object, 0, 0});
+  const bool any_committed = it != committed_.end() && it->object == object;
   return any_committed && v > it->version;
 }
 
 Status ExportIndex::ops(uint64_t index, std::vector<ExportOp>* out) const {
   out->clear();
+  if (!status_.is_ok()) return status_;
   const TxnTrace& t = history_[index];
   std::vector<uint64_t> written;  // objects this transaction wrote so far
   for (const TraceItem& it : t.items) {
-    Result<uint64_t> object = pack_object(it.table, it.key);
-    if (!object.is_ok()) return object.status();
-    const bool wrote_before = std::find(written.begin(), written.end(), *object) != written.end();
+    const uint64_t object = object_of(it);
+    const bool wrote_before = std::find(written.begin(), written.end(), object) != written.end();
     if (is_read(it.op) && !wrote_before) {
       ExportOp op;
-      op.object = *object;
-      op.has_value = t.committed && read_value(it.table, it.key, it.read_version, &op.value);
+      op.object = object;
+      op.has_value = t.committed && read_value(object, it.read_version, &op.value);
       out->push_back(op);
     }
     if (!is_write(it.op)) continue;
-    if (!t.committed && (it.write_version == 0 || aborted_writer(it.table, it.key, it.write_version) != index)) {
-      continue;
-    }
+    if (!t.committed && (it.write_version == 0 || aborted_writer(object, it.write_version) != index)) continue;
     ExportOp op;
     op.write = true;
-    op.object = *object;
+    op.object = object;
     op.has_value = true;
     op.value = it.write_version;
     out->push_back(op);
-    written.push_back(*object);
+    written.push_back(object);
   }
   return Status::ok();
 }

@@ -2,14 +2,28 @@
 // integer, which micro-operations each transaction exports, and a buffered
 // output sink.
 //
-// Objects. Both tools name a key with one integer:
-//   object = table << 40 | key      (table < 2^23, key < 2^40)
+// Objects. Both tools name a key with one integer. What is exported as one
+// key is an incarnation (table, key, slot) of a Pandora key (checker.h):
+// versions count per slot, so a key deleted and re-inserted into another
+// slot restarts its numbers, and one exported key per Pandora key would
+// show the tools repeated or decreasing versions. A key's incarnations are
+// numbered 0, 1, ... in the order of their first access (the earliest
+// begin_ns of a transaction touching the slot, then the slot), and
+//   object = (incarnation << 8 | table) << 40 | key
 // which stays below 2^63 (a Clojure long), is reversible by eye
-// (table = object >> 40) and needs no side table. Histories with larger
-// keys cannot be exported (the export fails naming the object).
+// (key = low 40 bits, table = bits 40..47, incarnation = object >> 48) and
+// needs no side table. Incarnation 0 is every key that never moved (and
+// every key of a history without slots): object = table << 40 | key, as it
+// always was, with table < 2^23 and key < 2^40. Later incarnations need
+// table < 2^8 (the engine's kMaxTables is 256) and incarnation < 2^15, and
+// a history with any of them must keep every table below 2^8, else two
+// objects could share a number. Histories outside these bounds cannot be
+// exported (the export fails naming the object). The tools then check each
+// incarnation on its own: like the checker, nothing orders two incarnations
+// of a key except real time (Elle) -- dbcop ignores real time.
 //
-// Values. A register's value is the version number: unique per key, as both
-// tools require, and it already orders the key's versions.
+// Values. A register's value is the version number: unique per incarnation,
+// as both tools require, and it already orders the incarnation's versions.
 //   - A committed read of a version that no committed or aborted
 //     transaction in the history installed and that lies below the object's
 //     lowest committed version is the initial state: exported as nil/null
@@ -40,8 +54,13 @@ namespace pandora::history {
 
 inline constexpr unsigned kObjectKeyBits = 40;
 inline constexpr unsigned kObjectTableBits = 23;
+// Incarnations after a key's first: table and incarnation share the 23 bits.
+inline constexpr unsigned kObjectMovedTableBits = 8;
+inline constexpr unsigned kObjectIncarnationBits = kObjectTableBits - kObjectMovedTableBits;
 
-Result<uint64_t> pack_object(uint32_t table, uint64_t key);
+// The exported key of incarnation `incarnation` (0-based) of (table, key);
+// `slot` only names it in the error.
+Result<uint64_t> pack_object(uint32_t table, uint64_t key, uint64_t incarnation = 0, uint64_t slot = 0);
 
 struct ExportOp {
   bool write = false;
@@ -54,33 +73,46 @@ class ExportIndex {
  public:
   explicit ExportIndex(const std::vector<TxnTrace>& history);
 
-  // The micro-operations history[index] exports, in access order.
+  // The micro-operations history[index] exports, in access order. Fails
+  // when the history cannot be exported (see "Objects").
   Status ops(uint64_t index, std::vector<ExportOp>* out) const;
 
-  uint64_t objects() const { return objects_; }
+  // Exported objects: incarnations.
+  uint64_t objects() const { return incarnations_.size(); }
   // Earliest begin and latest end (0 for an empty history).
   uint64_t first_ns() const { return first_ns_; }
   uint64_t last_ns() const { return last_ns_; }
 
  private:
-  struct Version {
+  struct Incarnation {
     uint32_t table;
     uint64_t key;
+    uint64_t slot;
+    uint64_t first_ns;  // earliest begin_ns of a transaction accessing it
+    uint64_t object;    // the exported key
+  };
+  struct Version {
+    uint64_t object;
     uint64_t version;
     uint64_t txn;  // aborted writes: the writer's index
     bool operator<(const Version& o) const;
   };
-  bool committed_write(uint32_t table, uint64_t key, uint64_t v) const;
+  void compact_incarnations();
+  void number_incarnations();
+  // The exported key of an item's incarnation.
+  uint64_t object_of(const TraceItem& it) const;
+  bool committed_write(uint64_t object, uint64_t v) const;
   // The first aborted writer of a version no committed transaction
   // installed, or UINT64_MAX.
-  uint64_t aborted_writer(uint32_t table, uint64_t key, uint64_t v) const;
+  uint64_t aborted_writer(uint64_t object, uint64_t v) const;
   // A committed read's exported value.
-  bool read_value(uint32_t table, uint64_t key, uint64_t v, uint64_t* value) const;
+  bool read_value(uint64_t object, uint64_t v, uint64_t* value) const;
 
   const std::vector<TxnTrace>& history_;
-  std::vector<Version> committed_;  // sorted, unique
-  std::vector<Version> aborted_;    // sorted by (object, version, txn)
-  uint64_t objects_ = 0;
+  Status status_;                          // why the history cannot be exported
+  std::vector<Incarnation> incarnations_;  // sorted by (table, key, slot), unique
+  std::vector<Version> committed_;         // sorted, unique
+  std::vector<Version> aborted_;           // sorted by (object, version, txn)
   uint64_t first_ns_ = 0;
   uint64_t last_ns_ = 0;
 };

@@ -15,14 +15,19 @@
 //               sorted by (pid, coordinator), transactions by begin_ns
 //               (then seq): a coordinator runs one transaction at a time,
 //               so this is its program order.
-//   variable    table << 40 | key; version = the version number, with the
-//               initial state as null (export_common.h).
+//   variable    one per incarnation (table, key, slot) of a key:
+//               (incarnation << 8 | table) << 40 | key, which is
+//               table << 40 | key for a key that never moved to another
+//               slot; version = the version number (per slot, so per
+//               variable), with the initial state as null
+//               (export_common.h). dbcop sees a key's incarnations as
+//               unrelated variables.
 //   committed   the outcome. Aborted transactions keep only their exported
 //               writes (export_common.h) and are left out when none remain;
 //               dbcop validates every read, and an aborted one's reads
 //               carry nothing to check.
 //   params      metadata dbcop does not check: n_node = sessions,
-//               n_variable = objects, n_transaction = the longest session,
+//               n_variable = objects (incarnations), n_transaction = the longest session,
 //               n_event = the longest transaction; id = 0.
 //   start/end   the earliest begin_ns and latest end_ns, UTC.
 // The text has one transaction per line (still one JSON document).

@@ -13,8 +13,13 @@
 //             invocation's value.
 //   :f        always :txn.
 //   :value    micro-ops [:r object version] / [:w object version]; objects
-//             and values as export_common.h describes (object = table << 40
-//             | key; value = version number; the initial state is nil).
+//             and values as export_common.h describes: one object per
+//             incarnation (table, key, slot) of a key, object = (incarnation
+//             << 8 | table) << 40 | key, which is table << 40 | key for a
+//             key that never moved to another slot; value = version number
+//             (per slot, so per object); the initial state is nil. Elle
+//             checks each incarnation's versions on their own and relates
+//             incarnations of one key only through real time.
 //   :process  pid << 16 | coordinator: one Jepsen process per coordinator,
 //             which runs one transaction at a time, so invocations and
 //             completions alternate per process as Jepsen requires.

@@ -39,11 +39,13 @@ std::optional<TraceOp> parse_op(std::string_view s) {
 }
 
 // Tracks which of a fixed set of fields an object had, to report missing and
-// repeated ones.
+// repeated ones. The first `required` names are required, the rest optional
+// (fields added to the format later, so that older files still read).
 template <size_t N>
 class FieldSet {
  public:
-  explicit FieldSet(const std::array<std::string_view, N>& names) : names_(names) {}
+  explicit FieldSet(const std::array<std::string_view, N>& names, size_t required = N)
+      : names_(names), required_(required) {}
 
   // The field's index, or N for an unknown name. `repeated` says it was seen.
   size_t mark(std::string_view name, bool* repeated) {
@@ -59,7 +61,7 @@ class FieldSet {
   }
   // The first required field not seen, or empty.
   std::string_view missing() const {
-    for (size_t i = 0; i < N; ++i) {
+    for (size_t i = 0; i < required_; ++i) {
       if (!seen_[i]) return names_[i];
     }
     return {};
@@ -67,12 +69,16 @@ class FieldSet {
 
  private:
   const std::array<std::string_view, N>& names_;
+  size_t required_;
   std::array<bool, N> seen_{};
 };
 
 constexpr std::array<std::string_view, 9> kTxnFields = {"client", "pid",     "coordinator", "seq",  "begin_ns",
                                                         "end_ns", "outcome", "reason",      "items"};
-constexpr std::array<std::string_view, 8> kItemFields = {"table", "key", "op", "present", "rv", "wv", "rval", "wval"};
+// "slot" came later: optional, 0 when absent.
+constexpr std::array<std::string_view, 9> kItemFields = {"table", "key", "op",   "present", "rv",
+                                                         "wv",    "rval", "wval", "slot"};
+constexpr size_t kRequiredItemFields = 8;
 
 bool parse_bounded(json::Cursor& c, std::string_view field, uint64_t max, uint64_t* out) {
   const size_t at = c.offset();
@@ -82,7 +88,7 @@ bool parse_bounded(json::Cursor& c, std::string_view field, uint64_t max, uint64
 }
 
 bool parse_item(json::Cursor& c, TraceItem* item) {
-  FieldSet<kItemFields.size()> seen(kItemFields);
+  FieldSet<kItemFields.size()> seen(kItemFields, kRequiredItemFields);
   const size_t start = c.offset();
   std::string s;
   uint64_t v = 0;
@@ -109,7 +115,8 @@ bool parse_item(json::Cursor& c, TraceItem* item) {
       case 4: return c.parse_u64(&item->read_version);
       case 5: return c.parse_u64(&item->write_version);
       case 6: return c.parse_u64(&item->read_value);
-      default: return c.parse_u64(&item->write_value);
+      case 7: return c.parse_u64(&item->write_value);
+      default: return c.parse_u64(&item->slot);
     }
   });
   if (!parsed) return false;
@@ -155,6 +162,10 @@ void append_txn_line(std::string& out, const TxnTrace& t) {
     json::append_u64(out, it.table);
     out += ",\"key\":";
     json::append_u64(out, it.key);
+    if (it.slot != 0) {  // 0 (unknown) is the default: lines without a slot stay as they were
+      out += ",\"slot\":";
+      json::append_u64(out, it.slot);
+    }
     out += ",\"op\":\"";
     out += op_name(it.op);
     out += "\",\"present\":";

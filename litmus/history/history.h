@@ -5,7 +5,7 @@
 //   {"client":"3.1","pid":3,"coordinator":1,"seq":42,
 //    "begin_ns":1700000000000000000,"end_ns":1700000000000004200,
 //    "outcome":"committed","reason":"none",
-//    "items":[{"table":0,"key":7,"op":"u","present":true,
+//    "items":[{"table":0,"key":7,"slot":4160,"op":"u","present":true,
 //              "rv":3,"wv":4,"rval":100,"wval":90}]}
 //
 // (one line in the file; wrapped here). Fields:
@@ -19,11 +19,18 @@
 //   outcome      "committed" or "aborted"
 //   reason       abort_reason_name() of the abort reason; "none" when
 //                committed (a committed line with another reason is rejected)
-//   items        accesses in order: table, key, op ("r" read, "u" update or
-//                write, "i" insert, "d" delete), present (reads: the key
-//                existed), rv / wv (version read / installed), rval / wval
-//                (first 8 value bytes read / written, little-endian)
-// Every field is required, none may repeat, no other field is allowed.
+//   items        accesses in order: table, key, slot, op ("r" read, "u"
+//                update or write, "i" insert, "d" delete), present (reads:
+//                the key existed), rv / wv (version read / installed), rval
+//                / wval (first 8 value bytes read / written, little-endian)
+//   slot         (in an item) TraceItem::slot, the region offset of the slot
+//                the item was read from / written to. Versions count per
+//                slot, and a key deleted and re-inserted elsewhere restarts
+//                from the new slot's counter, so the checker needs it
+//                (checker.h, "Incarnations"). Optional: the writer omits it
+//                when 0 (unknown: an absent key, or a file written before
+//                the field existed), and a missing "slot" reads as 0.
+// Every other field is required, none may repeat, no other field is allowed.
 // Whitespace between tokens is allowed (the writer emits none).
 //
 // One file per compute process: the writer serializes its own threads'

@@ -9,7 +9,7 @@ namespace pandora::history {
 namespace {
 
 std::string step_text(const Anomaly& a, const CycleStep& s) {
-  const std::string obj = object_name(s.table, s.key);
+  const std::string obj = object_name(s.table, s.key, s.slot);
   const uint32_t f = s.from + 1;
   const uint32_t t = s.to + 1;
   switch (s.type) {
@@ -116,6 +116,7 @@ std::string format_report_json(const Report& r) {
     if (!a.is_cycle()) {
       field("table", a.table);
       field("key", a.key);
+      if (a.slot != 0) field("slot", a.slot);
       field("version", a.version);
     }
     out += ",\"txns\":[";
@@ -145,6 +146,7 @@ std::string format_report_json(const Report& r) {
       if (st.type != EdgeType::kRT) {
         field("table", st.table);
         field("key", st.key);
+        if (st.slot != 0) field("slot", st.slot);
         field("from_version", st.from_version);
         field("to_version", st.to_version);
       }

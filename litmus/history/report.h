@@ -22,7 +22,8 @@ std::string format_anomaly(const Anomaly& a);
 std::string format_report_text(const Report& r);
 
 // {"model":..., "summary":{...}, "counts":{...}, "anomalies":[...]} on one
-// line, newline-terminated.
+// line, newline-terminated. Objects are named by "table" and "key", plus
+// "slot" when the incarnation's slot is known (non-zero; checker.h).
 std::string format_report_json(const Report& r);
 
 }  // namespace pandora::history

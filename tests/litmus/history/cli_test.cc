@@ -19,6 +19,7 @@ namespace pandora::history {
 namespace {
 
 using testing::HistoryBuilder;
+using testing::moved_key_history;
 using testing::rd;
 using testing::upd;
 
@@ -137,6 +138,18 @@ TEST_F(HistoryCheckCli, Exports) {
   EXPECT_EQ(slurp(elle), elle_text(h).value());
   EXPECT_EQ(slurp(dbcop), dbcop_text(h).value());
   EXPECT_EQ(run(write("h2.hist", format_history(h)) + " --export-elle /nonexistent/dir/x.edn").status, 2);
+}
+
+TEST_F(HistoryCheckCli, KeyReinsertedAtAnotherSlotIsClean) {
+  const std::vector<TxnTrace> h = moved_key_history();
+  const std::string file = write("moved.hist", format_history(h));
+  EXPECT_NE(slurp(file).find("\"slot\":8192"), std::string::npos);
+  const std::string elle = dir_ + "/moved.edn";
+  const CliRun r = run(file + " --export-elle " + elle);
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("objects: 3, "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no anomalies"), std::string::npos) << r.out;
+  EXPECT_EQ(slurp(elle), elle_text(h).value());
 }
 
 }  // namespace

@@ -16,6 +16,8 @@
 namespace pandora::history {
 namespace {
 
+using testing::at;
+using testing::moved_key_history;
 using testing::upd;
 
 bool same(const TxnTrace& a, const TxnTrace& b) {
@@ -26,7 +28,7 @@ bool same(const TxnTrace& a, const TxnTrace& b) {
   for (size_t i = 0; i < a.items.size(); ++i) {
     const TraceItem& x = a.items[i];
     const TraceItem& y = b.items[i];
-    if (x.table != y.table || x.key != y.key || x.op != y.op || x.present != y.present ||
+    if (x.table != y.table || x.key != y.key || x.slot != y.slot || x.op != y.op || x.present != y.present ||
         x.read_version != y.read_version || x.write_version != y.write_version || x.read_value != y.read_value ||
         x.write_value != y.write_value) {
       return false;
@@ -187,6 +189,59 @@ TEST(HistoryFormat, MalformedLinesAreRejectedWithTheLineNumber) {
     const std::string msg = parsed.status().message();
     EXPECT_EQ(msg.rfind("run.hist:2: ", 0), 0u) << msg;
     EXPECT_NE(msg.find(what), std::string::npos) << "line: " << bad << "\nmessage: " << msg << "\nwanted: " << what;
+  }
+}
+
+TEST(HistoryFormat, SlotIsWrittenAfterTheKeyWhenKnown) {
+  TxnTrace t = sample();
+  t.items[0].slot = 4160;
+  EXPECT_EQ(format_txn_line(t), sample_with("\"key\":7,", "\"key\":7,\"slot\":4160,"));
+  // 0 (unknown) is left out: the line is the old format's.
+  t.items[0].slot = 0;
+  EXPECT_EQ(format_txn_line(t), kSampleLine);
+}
+
+TEST(HistoryFormat, SlotRoundTrips) {
+  std::vector<TxnTrace> history = moved_key_history();
+  TxnTrace extremes = sample();
+  extremes.items = {at(upd(1, 0), 1), at(upd(2, 0), UINT64_MAX), at(upd(3, 0), 0)};
+  history.push_back(extremes);
+  auto parsed = parse_history(format_history(history));
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
+  ASSERT_EQ(parsed->size(), history.size());
+  for (size_t i = 0; i < history.size(); ++i) EXPECT_TRUE(same(history[i], (*parsed)[i])) << "transaction " << i;
+  EXPECT_EQ(parsed->back().items[1].slot, UINT64_MAX);
+  EXPECT_EQ((*parsed)[0].items[0].slot, testing::kSlotA);
+}
+
+TEST(HistoryFormat, OldLinesWithoutSlotStillRead) {
+  // kSampleLine is a line as written before the slot existed.
+  auto parsed = parse_history(std::string(kSampleLine) + "\n");
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
+  ASSERT_EQ(parsed->size(), 1u);
+  ASSERT_EQ((*parsed)[0].items.size(), 1u);
+  EXPECT_EQ((*parsed)[0].items[0].slot, 0u);
+  EXPECT_TRUE(same((*parsed)[0], sample()));
+  // An explicit 0 and any field order are accepted too.
+  auto explicit_zero = parse_history(sample_with("\"wval\":90", "\"wval\":90,\"slot\":0"));
+  ASSERT_TRUE(explicit_zero.is_ok()) << explicit_zero.status().to_string();
+  EXPECT_TRUE(same((*explicit_zero)[0], sample()));
+  auto first = parse_history(sample_with("{\"table\":0,", "{\"slot\":64,\"table\":0,"));
+  ASSERT_TRUE(first.is_ok()) << first.status().to_string();
+  EXPECT_EQ((*first)[0].items[0].slot, 64u);
+}
+
+TEST(HistoryFormat, MalformedSlotsAreRejected) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {sample_with("\"key\":7,", "\"key\":7,\"slot\":1,\"slot\":2,"), "item field \"slot\" given twice"},
+      {sample_with("\"key\":7,", "\"key\":7,\"slot\":-1,"), "negative number"},
+      {sample_with("\"key\":7,", "\"key\":7,\"slot\":\"64\","), "expected an unsigned integer"},
+      {sample_with("\"key\":7,", "\"key\":7,\"slot\":18446744073709551616,"), "integer does not fit in 64 bits"},
+  };
+  for (const auto& [bad, what] : cases) {
+    auto parsed = parse_history(bad, "run.hist");
+    ASSERT_FALSE(parsed.is_ok()) << "accepted: " << bad;
+    EXPECT_NE(parsed.status().message().find(what), std::string::npos) << parsed.status().message();
   }
 }
 

@@ -48,6 +48,12 @@ inline TraceItem del(uint64_t key, uint64_t wv, uint32_t table = 0) {
   return it;
 }
 
+// `it` at slot `slot` (region offset; 0 = unknown).
+inline TraceItem at(TraceItem it, uint64_t slot) {
+  it.slot = slot;
+  return it;
+}
+
 struct HistoryBuilder {
   std::vector<TxnTrace> txns;
   uint32_t next_seq = 1;
@@ -67,5 +73,32 @@ struct HistoryBuilder {
     return txns.back();
   }
 };
+
+// Slots of the moved-key history below.
+inline constexpr uint64_t kSlotA = 4096;
+inline constexpr uint64_t kSlotB = 8192;
+
+// Key 1 lives at slot A (versions 1..3, the last the delete's tombstone),
+// is re-inserted at slot B, whose counter starts it at version 1 again, and
+// is written there up to v3; key 2 (slot 12288) is read and written along
+// the way. Strictly serializable (it is a serial execution in real-time
+// order, with T2/T3 and T6/T7 overlapping), but the version numbers of key 1
+// repeat: a checker that ignores the slot sees two writers of each of
+// key 1's v1..v3, so false lost updates and real-time cycles.
+inline std::vector<TxnTrace> moved_key_history() {
+  constexpr uint64_t kSlotC = 12288;
+  HistoryBuilder h;
+  h.txn(0, 100, 200).items = {at(ins(1, 1), kSlotA)};
+  h.txn(0, 300, 400).items = {at(upd(1, 1), kSlotA), at(upd(2, 4), kSlotC)};
+  h.txn(1, 350, 450).items = {at(rd(1, 1), kSlotA)};  // overlaps T2, serialized before it
+  TraceItem gone = at(del(1, 3), kSlotA);
+  gone.read_version = 2;
+  h.txn(0, 500, 600).items = {at(rd(2, 5), kSlotC), gone};
+  h.txn(1, 700, 800).items = {at(ins(1, 1), kSlotB)};
+  h.txn(0, 900, 1000).items = {at(upd(1, 1), kSlotB), at(rd(2, 5), kSlotC)};
+  h.txn(1, 950, 1050).items = {at(rd(1, 2), kSlotB), at(upd(2, 5), kSlotC)};  // after T6
+  h.txn(0, 1100, 1200).items = {at(upd(1, 2), kSlotB), at(rd(2, 6), kSlotC)};
+  return h.txns;
+}
 
 }  // namespace pandora::history::testing
