@@ -111,6 +111,10 @@ void declare_options(OptionSet& opts, MemdConfig& cfg) {
                 "format an existing file whose first 4K are all zero (e.g. a fresh DAX device); "
                 "never touches a file with a non-zero header");
   opts.add_choice("log-level", &cfg.log_level, {"debug", "info", "warn", "error"}, "log verbosity");
+  opts.add_u64("busy-poll-us", &cfg.busy_poll_us,
+               "tcp data plane: keep polling this many microseconds after the last request before sleeping "
+               "(lower round-trip latency at the cost of a busy core per data-plane thread)",
+               0, 1000000);
   opts.add_u64("exit-with-pid", &cfg.exit_with_pid,
                "shut down cleanly (as on SIGTERM) when process PID ends - for test harnesses and supervisors that "
                "must not leave daemons behind if they die (0: off)",
@@ -183,7 +187,8 @@ int run(const MemdConfig& cfg, const OptionSet& opts) {
   }
 
   FenceTable fences(*region, cfg.threads, log.child("fence"));
-  TcpDataPlane data_plane(*region, fences, cfg.threads, log.child("data"));
+  TcpDataPlane data_plane(*region, fences, cfg.threads, log.child("data"),
+                          std::chrono::microseconds(cfg.busy_poll_us));
   ControlServer control(*region, fences, data_plane, cfg.cluster_id, std::move(secret.value()),
                         log.child("control"));
   Result<Endpoint> bound = control.listen(*listen_ep);

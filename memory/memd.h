@@ -34,6 +34,7 @@ struct MemdConfig {
   bool format = false;
   std::string log_level = "info";
   uint64_t exit_with_pid = 0;  // 0: off
+  uint64_t busy_poll_us = 0;   // 0: data-plane threads sleep in epoll_wait at once
 };
 
 // Binds every flag of pandora-memd to `cfg`.

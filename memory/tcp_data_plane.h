@@ -27,6 +27,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -53,8 +54,12 @@ class TcpDataPlane {
   static constexpr int kCloseLingerMs = 2000;
   static constexpr size_t kMaxThreads = 64;
 
-  // `fences` must have at least `threads` quiescence slots.
-  TcpDataPlane(Region& region, FenceTable& fences, size_t threads, Logger log);
+  // `fences` must have at least `threads` quiescence slots. `busy_poll`:
+  // how long a thread keeps polling without sleeping after its last event
+  // (0: it sleeps in epoll_wait at once) - trades a core per thread for the
+  // wake-up latency.
+  TcpDataPlane(Region& region, FenceTable& fences, size_t threads, Logger log,
+               std::chrono::microseconds busy_poll = std::chrono::microseconds(0));
   ~TcpDataPlane();  // stop()
   TcpDataPlane(const TcpDataPlane&) = delete;
   TcpDataPlane& operator=(const TcpDataPlane&) = delete;

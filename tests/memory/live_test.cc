@@ -80,7 +80,8 @@ std::string encode(const wire::ControlMessage& m) {
 
 class LiveTest : public ::testing::Test {
  protected:
-  explicit LiveTest(uint32_t threads = 1) : memd_(dir_.path(), MemdOptions{.threads = threads}) {}
+  explicit LiveTest(uint32_t threads = 1) : LiveTest(MemdOptions{.threads = threads}) {}
+  explicit LiveTest(MemdOptions options) : memd_(dir_.path(), std::move(options)) {}
 
   void SetUp() override { ASSERT_TRUE(memd_.start()) << memd_.last_error(); }
   // A failing test shows what the daemon said.
@@ -599,6 +600,27 @@ TEST_F(LiveTest, SigtermWithClientsConnectedExitsCleanly) {
   c->post_faa(kDataOffset, 1, 9);
   Completion done = complete_one(*c);
   EXPECT_NE(done.status, Errc::kOk);
+}
+
+// --busy-poll-us: data-plane threads poll without sleeping for a while
+// after each event. Requests are served as before, and a thread that is
+// spinning still stops at SIGTERM.
+class LiveBusyPollTest : public LiveTest {
+ protected:
+  LiveBusyPollTest() : LiveTest(MemdOptions{.threads = 2, .extra_args = {"--busy-poll-us", "100000"}}) {}
+};
+
+TEST_F(LiveBusyPollTest, ServesRequestsAndStopsWhileSpinning) {
+  const uint64_t word = kDataOffset + 2048;
+  auto c = tcp(5);
+  ASSERT_TRUE(c);
+  for (uint64_t i = 0; i < 200; ++i) ASSERT_EQ(faa(*c, word, 1).value, i);
+  // The thread that served the last request spins for 100 ms from now on.
+  const auto t0 = Clock::now();
+  EXPECT_EQ(memd_.stop(), memd::kExitOk) << memd_.stderr_text();
+  EXPECT_LT(Clock::now() - t0, 10s) << "a spinning data-plane thread delayed the shutdown";
+  EXPECT_NE(memd_.stderr_text().find("served 0 reads, 0 writes, 0 cas, 200 faa"), std::string::npos)
+      << memd_.stderr_text();
 }
 
 class LiveMultiThreadTest : public LiveTest {

@@ -108,7 +108,7 @@ Status MemdLauncher::start() {
   secret_ = *secret;
   if (Status s = write_private_file(secret_path_, secret_); !s) return s;
 
-  const std::vector<std::string> args = {
+  std::vector<std::string> args = {
       options_.binary,
       "--pm-path", region_path_,
       "--size", options_.size,
@@ -120,7 +120,10 @@ Status MemdLauncher::start() {
       "--secret-file", secret_path_,
       "--threads", std::to_string(options_.threads),
       "--log-level", options_.log_level,
+      // A benchmark that dies must not leave its daemon behind.
+      "--exit-with-pid", std::to_string(::getpid()),
   };
+  args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
   // Everything the child needs is built before fork(): between fork and exec
   // only async-signal-safe calls are allowed.
   std::vector<char*> argv;

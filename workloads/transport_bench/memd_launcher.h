@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/endpoint.h"
 #include "common/status.h"
@@ -25,6 +26,7 @@ struct MemdLaunchOptions {
   uint32_t node_id = 1;
   uint64_t cluster_id = 0xbe7c4;
   std::string log_level = "warn";
+  std::vector<std::string> extra_args;  // appended to the daemon's argv
   std::chrono::seconds start_timeout{30};
 };
 

@@ -13,8 +13,10 @@
 // Median of 5 runs:
 //   pandora-transport-bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //
-// Extra flag (before or after the benchmark flags):
-//   --memd=PATH   pandora-memd to start (default: the one built with this binary)
+// Extra flags (before or after the benchmark flags):
+//   --memd=PATH      pandora-memd to start (default: the one built with this binary)
+//   --memd-arg=ARG   one more argument for the daemon (repeatable), e.g.
+//                    --memd-arg=--busy-poll-us --memd-arg=50
 #include <signal.h>
 
 #include <array>
@@ -200,11 +202,14 @@ int bench_main(int argc, char** argv) {
   // Our own flag is taken out before Google Benchmark sees argv (it rejects
   // flags it does not know).
   std::string memd_path = PANDORA_MEMD_PATH;
+  std::vector<std::string> memd_args;
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
     std::string_view a(argv[i]);
     if (i > 0 && a.starts_with("--memd=")) {
       memd_path = std::string(a.substr(7));
+    } else if (i > 0 && a.starts_with("--memd-arg=")) {
+      memd_args.emplace_back(a.substr(11));
     } else {
       args.push_back(argv[i]);
     }
@@ -221,6 +226,7 @@ int bench_main(int argc, char** argv) {
 
   MemdLaunchOptions launch;
   launch.binary = memd_path;
+  launch.extra_args = memd_args;
   MemdLauncher memd(launch);
   if (Status s = memd.start(); !s) {
     fmt::print(stderr, "pandora-transport-bench: cannot start pandora-memd: {}\n", s.to_string());
