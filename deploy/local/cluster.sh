@@ -35,6 +35,7 @@ Options:
   --size SIZE        region size per daemon (start)                [128M]
   --log-size SIZE    log area size per daemon (start)              [16M]
   --threads N        daemon threads (start)                        [1]
+  --busy-poll-us N   tcp data plane: poll N us before sleeping (start) [0]
   --cluster-id ID    cluster id (start)          [random, recorded in DIR]
   --log-level LEVEL  daemon log level (start)                      [info]
   --keep             stop: keep the region files (default: remove them)
@@ -64,6 +65,7 @@ region_dir="/dev/shm/pandora-$user"
 size="128M"
 log_size="16M"
 threads=1
+busy_poll_us=0
 cluster_id=""
 log_level="info"
 keep=0
@@ -78,6 +80,7 @@ while [[ $# -gt 0 ]]; do
     --size) need_value "$@"; size="$2"; shift 2 ;;
     --log-size) need_value "$@"; log_size="$2"; shift 2 ;;
     --threads) need_value "$@"; threads="$2"; shift 2 ;;
+    --busy-poll-us) need_value "$@"; busy_poll_us="$2"; shift 2 ;;
     --cluster-id) need_value "$@"; cluster_id="$2"; shift 2 ;;
     --log-level) need_value "$@"; log_level="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
@@ -200,7 +203,7 @@ start_all() {
       --pm-path "$region" --size "$size" --log-size "$log_size" \
       --node-id "$i" --listen 127.0.0.1:0 --port-file "$dir/node$i.port" \
       --cluster-id "$cluster_id" --secret-file "$dir/secret" \
-      --threads "$threads" --log-level "$log_level" \
+      --threads "$threads" --busy-poll-us "$busy_poll_us" --log-level "$log_level" \
       </dev/null >"$dir/node$i.log" 2>&1 &
     echo "$!" >"$dir/node$i.pid"
   done
