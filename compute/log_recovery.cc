@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/latch.h"
+#include "common/latch_intent.h"
 #include "common/log_record.h"
 #include "common/slot_layout.h"
 #include "compute/lane_map.h"
@@ -162,6 +163,28 @@ Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connect
   // 3. Decide and repair, record by record.
   for (auto& [where, rec] : records) {
     if (Status s = decide_and_repair(cluster, conns, rec, report, logger, crash); !s) return s;
+  }
+
+  // 4. log-a-latch: every slot an intent names, on every replica, is a
+  // place where the pid may hold a latch, logged or not.
+  for (size_t k = 0; k < log_nodes.size(); ++k) {
+    for (uint32_t l = 0; l < kLanesPerCompute; ++l) {
+      const uint8_t* lane = lane_data[k].data() + size_t{l} * lane_bytes;
+      for (uint32_t i = 1; latch_intent_offset(lane_bytes, i) >= lane_bytes / 2; ++i) {
+        LatchIntent li;
+        std::memcpy(&li, lane + latch_intent_offset(lane_bytes, i), sizeof li);
+        if (li.magic != kLatchIntentMagic || latch_pid(li.txn_id) != pid) break;
+        const TableEntry* t = cluster.directory().find(li.table_id);
+        if (!t || !is_slot_offset(*t, li.slot)) continue;
+        ++report.intents;
+        for (uint16_t n : cluster.replica_indexes(cluster.placement().shard_of(li.table_id, li.key))) {
+          const LatchSite site{n, li.slot};
+          if (std::find(report.latch_sites.begin(), report.latch_sites.end(), site) == report.latch_sites.end()) {
+            report.latch_sites.push_back(site);
+          }
+        }
+      }
+    }
   }
   return report;
 }

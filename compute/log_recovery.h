@@ -28,7 +28,10 @@
 // sweep_stray_latches, only after the pid is published in failed-ids,
 // releases the pid's latches on the objects its logs named by CAS of the
 // exact observed word; latches of unlogged transactions stay and are stolen
-// by the next transaction that meets them.
+// by the next transaction that meets them - except in log-a-latch mode,
+// where every latch was preceded by an intent at the lane's tail
+// (common/latch_intent.h): recover_logs adds every slot an intent names, on
+// every replica, to latch_sites, so the sweep releases them all.
 #pragma once
 
 #include <cstdint>
@@ -57,6 +60,7 @@ struct LogRecoveryReport {
   uint32_t rolled_back = 0;
   uint32_t replicas_restored = 0;  // replica slots rewritten by roll-backs
   uint32_t skipped = 0;            // records whose entries do not match the directory
+  uint32_t intents = 0;            // log-a-latch latch intents found (their slots join latch_sites)
   std::vector<LatchSite> latch_sites;
 };
 

@@ -21,16 +21,6 @@ constexpr int kLatchRounds = 8;
 // Unoccupied slots of the probe path an insert tries before kTableFull.
 constexpr int kInsertCandidates = 16;
 
-struct LatchIntent {
-  uint32_t magic;
-  uint32_t table_id;
-  uint64_t txn_id;
-  uint64_t key;
-  uint64_t slot;
-  uint64_t reserved[4];
-};
-static_assert(sizeof(LatchIntent) == kLatchIntentBytes);
-
 uint64_t realtime_ns() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -288,7 +278,7 @@ AbortReason TxnEngine::write_intent(const Item& it) {
   std::memcpy(buf.data(), &li, sizeof li);
   ++intents_;
   for (size_t n : log_nodes_) {
-    ops_.write(n, cluster_.lane_address(n, lane_) + lane_bytes - intents_ * kLatchIntentBytes, buf.data(),
+    ops_.write(n, cluster_.lane_address(n, lane_) + latch_intent_offset(lane_bytes, intents_), buf.data(),
                kLatchIntentBytes);
   }
   ops_.wait_all();

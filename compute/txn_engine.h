@@ -74,6 +74,7 @@
 #include <vector>
 
 #include "common/latch.h"
+#include "common/latch_intent.h"
 #include "common/log_record.h"
 #include "common/logger.h"
 #include "compute/address_cache.h"
@@ -89,9 +90,6 @@ namespace pandora {
 // never issued, so no failed-ids entry ever matches it.
 inline constexpr uint64_t kFordLatch = encode_latch({0, 0, 1});
 
-// Bytes of one log-a-latch intent at a lane's tail.
-inline constexpr uint32_t kLatchIntentBytes = 64;
-inline constexpr uint32_t kLatchIntentMagic = 0x4354414c;  // "LATC"
 
 inline constexpr size_t kAbortReasons = 9;
 
