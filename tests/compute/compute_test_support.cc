@@ -115,6 +115,17 @@ size_t count_rows(Cluster& cluster, size_t node, uint32_t table, uint64_t key) {
   return n;
 }
 
+std::unique_ptr<Cluster> connect_with_accounts(const ComputeConfig& cfg, uint32_t table, uint64_t rows, int64_t start) {
+  auto c = connect_cluster(cfg, {{table, "accounts", 8, rows}});
+  if (!c) return nullptr;
+  TableLoader loader(*c);
+  for (uint64_t k = 0; k < rows; ++k) {
+    if (!loader.add(table, k, i64_value(start))) return nullptr;
+  }
+  if (!loader.finish()) return nullptr;
+  return c;
+}
+
 void fence_everywhere(MemdCluster& memds, uint16_t pid) {
   for (size_t i = 0; i < memds.size(); ++i) {
     auto admin = ControlClient::connect(memds.memd(i).endpoint(), memds.memd(i).identity(0), std::chrono::seconds(5));

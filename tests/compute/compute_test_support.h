@@ -27,6 +27,10 @@ Logger test_logger();
 // Connects a compute node and, when `specs` is non-empty, creates the tables.
 std::unique_ptr<Cluster> connect_cluster(const ComputeConfig& cfg, const std::vector<TableSpec>& specs = {});
 
+// connect_cluster() with one table `table` ("accounts", 8-byte values) of
+// keys 0..rows-1, each loaded with the signed value `start`. Null on failure.
+std::unique_ptr<Cluster> connect_with_accounts(const ComputeConfig& cfg, uint32_t table, uint64_t rows, int64_t start);
+
 // Raw view of a key's slot on its primary: finds the key along its path.
 struct RawSlot {
   bool found = false;

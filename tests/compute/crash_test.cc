@@ -48,13 +48,8 @@ int64_t audit(Cluster& c) {
 TEST_P(CrashTest, KilledComputeNodeIsRecoveredFromItsLogsAndItsLatchesAreStolen) {
   MemdCluster memds(3);
   ASSERT_TRUE(memds.ok()) << memds.error();
-  auto cluster = connect_cluster(memds.config(1, GetParam(), 2), {{kAccounts, "accounts", 8, kRows}});
+  auto cluster = connect_with_accounts(memds.config(1, GetParam(), 2), kAccounts, kRows, kStart);
   ASSERT_TRUE(cluster);
-  {
-    TableLoader loader(*cluster);
-    for (uint64_t k = 0; k < kRows; ++k) ASSERT_TRUE(loader.add(kAccounts, k, i64_value(kStart)));
-    ASSERT_TRUE(loader.finish());
-  }
   auto survivor = BlockingClient::create(*cluster, 0);
   ASSERT_TRUE(survivor);
 
@@ -110,14 +105,8 @@ TEST_P(CrashTest, KilledComputeNodeIsRecoveredFromItsLogsAndItsLatchesAreStolen)
 TEST_P(CrashTest, LogALatchRecoveryReleasesEveryLatchFromItsIntents) {
   MemdCluster memds(3);
   ASSERT_TRUE(memds.ok()) << memds.error();
-  auto cluster = connect_cluster(memds.config(1, GetParam(), 2, ProtocolMode::kLogALatch),
-                                 {{kAccounts, "accounts", 8, kRows}});
+  auto cluster = connect_with_accounts(memds.config(1, GetParam(), 2, ProtocolMode::kLogALatch), kAccounts, kRows, kStart);
   ASSERT_TRUE(cluster);
-  {
-    TableLoader loader(*cluster);
-    for (uint64_t k = 0; k < kRows; ++k) ASSERT_TRUE(loader.add(kAccounts, k, i64_value(kStart)));
-    ASSERT_TRUE(loader.finish());
-  }
   uint32_t intents = 0, swept = 0;
   for (uint16_t dead = 2; dead <= 4; ++dead) {
     ComputeConfig config = memds.config(dead, GetParam(), 2, ProtocolMode::kLogALatch);
@@ -150,13 +139,8 @@ TEST_P(CrashTest, LogALatchRecoveryReleasesEveryLatchFromItsIntents) {
 TEST_P(CrashTest, RecoveryRollsBackPartialCommitsAndForwardCompleteOnes) {
   MemdCluster memds(3);
   ASSERT_TRUE(memds.ok()) << memds.error();
-  auto c = connect_cluster(memds.config(1, GetParam(), 2), {{kAccounts, "accounts", 8, kRows}});
+  auto c = connect_with_accounts(memds.config(1, GetParam(), 2), kAccounts, kRows, kStart);
   ASSERT_TRUE(c);
-  {
-    TableLoader loader(*c);
-    for (uint64_t k = 0; k < kRows; ++k) ASSERT_TRUE(loader.add(kAccounts, k, i64_value(kStart)));
-    ASSERT_TRUE(loader.finish());
-  }
   const uint16_t dead = 5;
   const auto conns = c->bootstrap_connections();
   OpBatch b(conns, std::chrono::seconds(5));
@@ -370,13 +354,8 @@ TEST(CrashTestTcp, TransportFailureAfterLoggingKeepsTheLatchesForRecovery) {
     SCOPED_TRACE(std::string(protocol_name(mode)));
     MemdCluster memds(3);
     ASSERT_TRUE(memds.ok()) << memds.error();
-    auto c = connect_cluster(memds.config(1, Backend::kTcp, 2, mode), {{kAccounts, "accounts", 8, kRows}});
+    auto c = connect_with_accounts(memds.config(1, Backend::kTcp, 2, mode), kAccounts, kRows, kStart);
     ASSERT_TRUE(c);
-    {
-      TableLoader loader(*c);
-      for (uint64_t k = 0; k < kRows; ++k) ASSERT_TRUE(loader.add(kAccounts, k, i64_value(kStart)));
-      ASSERT_TRUE(loader.finish());
-    }
     const uint16_t pid = 6;
     auto node = connect_cluster(memds.config(pid, Backend::kTcp, 2, mode));
     ASSERT_TRUE(node && node->load_directory());

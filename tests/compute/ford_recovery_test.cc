@@ -41,14 +41,7 @@ int64_t audit(Cluster& c) {
 }
 
 std::unique_ptr<Cluster> loaded_cluster(MemdCluster& memds, Backend backend) {
-  auto c = connect_cluster(memds.config(1, backend, 2, ProtocolMode::kFord), {{kAccounts, "accounts", 8, kRows}});
-  if (!c) return nullptr;
-  TableLoader loader(*c);
-  for (uint64_t k = 0; k < kRows; ++k) {
-    if (!loader.add(kAccounts, k, i64_value(kStart))) return nullptr;
-  }
-  if (!loader.finish()) return nullptr;
-  return c;
+  return connect_with_accounts(memds.config(1, backend, 2, ProtocolMode::kFord), kAccounts, kRows, kStart);
 }
 
 TEST_P(FordRecoveryTest, KilledNodeIsRecoveredAndTheScanReleasesItsLatches) {
