@@ -37,6 +37,7 @@ Options:
   --keys N             micro keys                                  [100000]
   --accounts N         SmallBank accounts                          [100000]
   --backends LIST      comma list of shm, tcp                      [shm,tcp]
+  --busy-poll-us N     daemons' tcp busy polling (pandora-memd)    [0]
   --workloads LIST     comma list of micro50, micro100, smallbank
                                                   [micro50,micro100,smallbank]
   --out DIR            keep the JSON reports and logs here    [a temp dir, removed]
@@ -58,6 +59,7 @@ coordinators=8
 replicas=2
 keys=100000
 accounts=100000
+busy_poll_us=0
 backends="shm,tcp"
 workloads="micro50,micro100,smallbank"
 out=""
@@ -74,6 +76,7 @@ while [[ $# -gt 0 ]]; do
     --replicas) need_value "$@"; replicas="$2"; shift 2 ;;
     --keys) need_value "$@"; keys="$2"; shift 2 ;;
     --accounts) need_value "$@"; accounts="$2"; shift 2 ;;
+    --busy-poll-us) need_value "$@"; busy_poll_us="$2"; shift 2 ;;
     --backends) need_value "$@"; backends="$2"; shift 2 ;;
     --workloads) need_value "$@"; workloads="$2"; shift 2 ;;
     --out) need_value "$@"; out="$2"; shift 2 ;;
@@ -133,7 +136,7 @@ trap 'exit 143' TERM
 region_mb=$(( (keys * 2 * 128 + accounts * 4 * 64) / 1048576 + 48 ))
 echo "==> starting 2 memory daemons (regions of ${region_mb}M on /dev/shm)"
 bash "$root/deploy/local/cluster.sh" start --nodes 2 --dir "$state" --region-dir "$region_dir" \
-  --memd "$memd" --size "${region_mb}M" --log-size 2M >/dev/null
+  --memd "$memd" --size "${region_mb}M" --log-size 2M --busy-poll-us "$busy_poll_us" >/dev/null
 
 common=(--memory-nodes "$(cat "$state/endpoints")" --cluster-id "$(cat "$state/cluster_id")"
         --secret-file "$state/secret" --compute-id 1 --threads "$threads" --coordinators "$coordinators"
