@@ -36,9 +36,27 @@ bool applicable(CrashPoint p, ProtocolMode mode, bool recovery) {
   }
 }
 
+namespace {
+
+// The daemons a run starts when no --memory-nodes are given (regions on
+// /dev/shm, see memory/local_memd.h).
+LocalMemdOptions local_memd_options(const std::string& binary) {
+  LocalMemdOptions o;
+  o.binary = binary;
+  o.cluster_id = 0x11775;
+  // 1 GiB of lanes at 2 KiB x 64 lanes per pid: 8192 pids, so long runs
+  // with many crashes never run out (pids are never reused). /dev/shm pages
+  // are only allocated when touched.
+  o.size = "1088M";
+  o.log_size = "1G";
+  return o;
+}
+
+}  // namespace
+
 Status Driver::setup() {
   if (o_.memory_nodes.empty()) {
-    memds_.emplace(LocalMemdOptions{o_.memd_binary, o_.nodes});
+    memds_.emplace(o_.nodes, local_memd_options(o_.memd_binary));
     if (Status s = memds_->start(); !s) return s;
     base_.memory_nodes = memds_->endpoints();
     base_.cluster_id = memds_->cluster_id();

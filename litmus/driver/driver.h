@@ -48,8 +48,8 @@
 #include "compute/compute_config.h"
 #include "compute/crash_points.h"
 #include "litmus/driver/litmus_spec.h"
-#include "litmus/driver/memd_launcher.h"
 #include "litmus/driver/shared_page.h"
+#include "memory/local_memd.h"
 
 namespace pandora::litmus {
 
@@ -138,7 +138,7 @@ class Driver {
   std::vector<InstanceSpec> kinds_;
   ComputeConfig base_;
   Logger logger_;
-  std::optional<LocalMemds> memds_;
+  std::optional<LocalMemdCluster> memds_;  // the daemons of a run without --memory-nodes
   std::unique_ptr<Cluster> cluster_;
   SharedMapping shared_;
   std::vector<Child> children_;

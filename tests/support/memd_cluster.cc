@@ -2,28 +2,28 @@
 
 namespace pandora::testing {
 
-MemdCluster::MemdCluster(size_t nodes, std::string size, std::string log_size) {
-  for (size_t i = 0; i < nodes; ++i) {
-    MemdOptions o;
-    o.node_id = static_cast<uint32_t>(i + 1);
-    o.size = size;
-    o.log_size = log_size;
-    auto m = std::make_unique<MemdProcess>(dir_.path(), o);
-    if (!m->start()) {
-      error_ = "memd " + std::to_string(i + 1) + ": " + m->last_error() + "\n" + m->stderr_text();
-      return;
-    }
-    memds_.push_back(std::move(m));
-  }
+namespace {
+
+LocalMemdOptions cluster_options(std::string size, std::string log_size) {
+  MemdOptions o;
+  o.size = std::move(size);
+  o.log_size = std::move(log_size);
+  return local_memd_options(o);
+}
+
+}  // namespace
+
+MemdCluster::MemdCluster(size_t nodes, std::string size, std::string log_size)
+    : memds_(nodes, cluster_options(std::move(size), std::move(log_size)), dir_.path()) {
+  if (Status s = memds_.start(); !s) error_ = s.message();
 }
 
 ComputeConfig MemdCluster::config(uint16_t pid, Backend backend, uint32_t replicas, ProtocolMode mode) const {
   ComputeConfig c;
-  ClientIdentity id = memds_[0]->identity(pid);
-  c.cluster_id = id.cluster_id;
-  c.secret = id.secret;
+  c.cluster_id = memds_.cluster_id();
+  c.secret = memds_.secret();
   c.compute_id = pid;
-  for (const auto& m : memds_) c.memory_nodes.push_back(m->endpoint());
+  c.memory_nodes = memds_.endpoints();
   c.backend = backend;
   c.replicas = replicas;
   c.threads = 1;
@@ -36,7 +36,7 @@ ComputeConfig MemdCluster::config(uint16_t pid, Backend backend, uint32_t replic
 
 std::string MemdCluster::endpoints() const {
   std::string out;
-  for (const auto& m : memds_) out += (out.empty() ? "" : ",") + m->endpoint().to_string();
+  for (const Endpoint& e : memds_.endpoints()) out += (out.empty() ? "" : ",") + e.to_string();
   return out;
 }
 

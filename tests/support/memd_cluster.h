@@ -4,11 +4,12 @@
 //   MemdCluster memds(2);
 //   ASSERT_TRUE(memds.ok()) << memds.error();
 //   ComputeConfig cfg = memds.config(/*pid=*/1, Backend::kShm, /*replicas=*/2);
+//
+// The daemons are a pandora::LocalMemdCluster (memory/local_memd.h) with the
+// test defaults of MemdOptions.
 #pragma once
 
-#include <memory>
 #include <string>
-#include <vector>
 
 #include "compute/compute_config.h"
 #include "tests/support/memd_process.h"
@@ -31,12 +32,12 @@ class MemdCluster {
                        ProtocolMode mode = ProtocolMode::kPandora) const;
   // "127.0.0.1:PORT,..." for --memory-nodes.
   std::string endpoints() const;
-  MemdProcess& memd(size_t i) { return *memds_[i]; }
+  LocalMemd& memd(size_t i) { return memds_.node(i); }
   size_t size() const { return memds_.size(); }
 
  private:
-  TempDir dir_;
-  std::vector<std::unique_ptr<MemdProcess>> memds_;
+  TempDir dir_;  // before memds_: the daemons are killed before it is removed
+  LocalMemdCluster memds_;
   std::string error_;
 };
 

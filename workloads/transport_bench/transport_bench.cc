@@ -36,7 +36,7 @@
 #include "common/transport/client.h"
 #include "common/transport/transport.h"
 #include "common/latency_histogram.h"
-#include "workloads/transport_bench/memd_launcher.h"
+#include "memory/local_memd.h"
 
 #ifndef PANDORA_MEMD_PATH
 #error "PANDORA_MEMD_PATH must name the pandora-memd binary (set by CMake)"
@@ -224,10 +224,20 @@ int bench_main(int argc, char** argv) {
   // A closed tcp connection must surface as an error, not kill the process.
   ::signal(SIGPIPE, SIG_IGN);
 
-  MemdLaunchOptions launch;
+  // The daemon's region is in a private directory on /dev/shm (in memory,
+  // which PMEM_IS_PMEM_FORCE=1 assumes; on disk the numbers would be the
+  // disk's), with a random secret; see memory/local_memd.h.
+  LocalMemdOptions launch;
   launch.binary = memd_path;
+  launch.cluster_id = 0xbe7c4;
+  launch.size = "64M";
+  launch.log_size = "1M";
+  launch.threads = 1;
+  launch.log_level = "warn";  // the daemon's info lines are no benchmark output
   launch.extra_args = memd_args;
-  MemdLauncher memd(launch);
+  launch.start_timeout = std::chrono::seconds(30);
+  launch.stop_timeout = std::chrono::seconds(10);
+  LocalMemd memd(launch);
   if (Status s = memd.start(); !s) {
     fmt::print(stderr, "pandora-transport-bench: cannot start pandora-memd: {}\n", s.to_string());
     return 1;
@@ -249,7 +259,10 @@ int bench_main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   const int status = memd.stop();
-  if (status != 0) fmt::print(stderr, "pandora-transport-bench: pandora-memd exited with {}\n", status);
+  if (status != 0) {
+    fmt::print(stderr, "pandora-transport-bench: pandora-memd exited with {}{}{}\n", status,
+               memd.last_error().empty() ? "" : ": ", memd.last_error());
+  }
   return 0;
 }
 
