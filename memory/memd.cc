@@ -113,7 +113,8 @@ void declare_options(OptionSet& opts, MemdConfig& cfg) {
   opts.add_choice("log-level", &cfg.log_level, {"debug", "info", "warn", "error"}, "log verbosity");
   opts.add_u64("busy-poll-us", &cfg.busy_poll_us,
                "tcp data plane: keep polling this many microseconds after the last request before sleeping "
-               "(lower round-trip latency at the cost of a busy core per data-plane thread)",
+               "(lower round-trip latency at the cost of a busy core per data-plane thread: use it only when "
+               "those cores are spare)",
                0, 1000000);
   opts.add_u64("exit-with-pid", &cfg.exit_with_pid,
                "shut down cleanly (as on SIGTERM) when process PID ends - for test harnesses and supervisors that "
