@@ -37,23 +37,12 @@ constexpr uint64_t kScanChunk = 1 << 20;
 
 Result<LogRecoveryReport> recover_ford_logs(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
                                             const Logger& logger, CrashInjector* crash) {
-  const LaneMap& lanes = cluster.lanes();
-  if (pid == 0 || pid > lanes.max_pid()) {
-    return Status(Errc::kInvalidArgument, fmt::format("pid {} has no log lanes (1..{})", pid, lanes.max_pid()));
-  }
   const std::vector<size_t> nodes = live_nodes(cluster, conns);
   if (nodes.empty()) return Status(Errc::kDisconnected, "no memory node is reachable");
-  const uint32_t lane_bytes = lanes.lane_bytes();
-  const uint64_t first = LaneMap::first_lane(pid);
-  std::vector<std::vector<uint8_t>> data(nodes.size(), std::vector<uint8_t>(size_t{kLanesPerCompute} * lane_bytes));
-  OpBatch batch(conns, batch_timeout(cluster));
-  for (size_t k = 0; k < nodes.size(); ++k) {
-    for (uint32_t l = 0; l < kLanesPerCompute; ++l) {
-      batch.read(nodes[k], cluster.lane_address(nodes[k], static_cast<uint32_t>(first + l)),
-                 data[k].data() + size_t{l} * lane_bytes, lane_bytes);
-    }
-  }
-  if (Status s = batch.run(); !s) return Status(s.code(), "reading FORD undo lanes: " + s.message());
+  const uint32_t lane_bytes = cluster.lanes().lane_bytes();
+  auto read = read_lanes(cluster, conns, pid, nodes);
+  if (!read) return read.status();
+  const std::vector<std::vector<uint8_t>>& data = *read;
   hit(crash, CrashPoint::kRecoveryAfterRead);
 
   // Each lane's current run, merged per transaction (one object may be

@@ -123,12 +123,7 @@ Status decide_and_repair(const Cluster& cluster, std::span<Connection* const> co
 Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
                                        const Logger& logger, CrashInjector* crash) {
   LogRecoveryReport report;
-  const LaneMap& lanes = cluster.lanes();
-  if (pid == 0 || pid > lanes.max_pid()) {
-    return Status(Errc::kInvalidArgument, fmt::format("pid {} has no log lanes (1..{})", pid, lanes.max_pid()));
-  }
-  const uint64_t first = LaneMap::first_lane(pid);
-  const uint32_t lane_bytes = lanes.lane_bytes();
+  const uint32_t lane_bytes = cluster.lanes().lane_bytes();
 
   // 1. Read every lane of the pid on each live log node.
   std::vector<size_t> log_nodes;
@@ -138,16 +133,9 @@ Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connect
   if (log_nodes.empty()) {
     return Status(Errc::kDisconnected, fmt::format("none of pid {}'s log nodes is reachable", pid));
   }
-  std::vector<std::vector<uint8_t>> lane_data(log_nodes.size(),
-                                              std::vector<uint8_t>(size_t{kLanesPerCompute} * lane_bytes));
-  OpBatch batch(conns, batch_timeout(cluster));
-  for (size_t k = 0; k < log_nodes.size(); ++k) {
-    for (uint32_t l = 0; l < kLanesPerCompute; ++l) {
-      batch.read(log_nodes[k], cluster.lane_address(log_nodes[k], static_cast<uint32_t>(first + l)),
-                 lane_data[k].data() + size_t{l} * lane_bytes, lane_bytes);
-    }
-  }
-  if (Status s = batch.run(); !s) return Status(s.code(), "reading log lanes: " + s.message());
+  auto read = read_lanes(cluster, conns, pid, log_nodes);
+  if (!read) return read.status();
+  const std::vector<std::vector<uint8_t>>& lane_data = *read;
   hit(crash, CrashPoint::kRecoveryAfterRead);
 
   // 2. Valid records of this pid, one per (lane, lane_seq).
@@ -187,6 +175,25 @@ Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connect
     }
   }
   return report;
+}
+
+Result<std::vector<std::vector<uint8_t>>> read_lanes(const Cluster& cluster, std::span<Connection* const> conns,
+                                                     uint16_t pid, std::span<const size_t> nodes) {
+  const LaneMap& lanes = cluster.lanes();
+  if (pid == 0 || pid > lanes.max_pid()) {
+    return Status(Errc::kInvalidArgument, fmt::format("pid {} has no log lanes (1..{})", pid, lanes.max_pid()));
+  }
+  const uint32_t lane_bytes = lanes.lane_bytes();
+  std::vector<std::vector<uint8_t>> data(nodes.size(), std::vector<uint8_t>(size_t{kLanesPerCompute} * lane_bytes));
+  OpBatch batch(conns, batch_timeout(cluster));
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    for (uint32_t l = 0; l < kLanesPerCompute; ++l) {
+      batch.read(nodes[k], cluster.lane_address(nodes[k], static_cast<uint32_t>(LaneMap::first_lane(pid) + l)),
+                 data[k].data() + size_t{l} * lane_bytes, lane_bytes);
+    }
+  }
+  if (Status s = batch.run(); !s) return Status(s.code(), "reading log lanes: " + s.message());
+  return data;
 }
 
 Status zero_lane_heads(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,

@@ -77,6 +77,11 @@ Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connect
 Status decide_and_repair(const Cluster& cluster, std::span<Connection* const> conns, const LogRecord& rec,
                          LogRecoveryReport& report, const Logger& logger, CrashInjector* crash = nullptr);
 
+// Reads all of the pid's lanes (kLanesPerCompute x lane_bytes) on each of
+// `nodes`: result[k] holds node nodes[k]'s lanes back to back.
+Result<std::vector<std::vector<uint8_t>>> read_lanes(const Cluster& cluster, std::span<Connection* const> conns,
+                                                     uint16_t pid, std::span<const size_t> nodes);
+
 // Zeroes the record header at the start of each of the pid's lanes on the
 // live nodes among `nodes`.
 Status zero_lane_heads(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
