@@ -868,10 +868,8 @@ CommitOutcome TxnEngine::commit() {
   if (ops_.first_error() != Errc::kOk) {
     // Some replicas may hold the new image: keep the latches (the object
     // must not move until recovery decides from the log) and report.
-    detail_ = Status(ops_.first_error(), "commit WRITE failed; latches kept for recovery");
-    state_ = AbortReason::kTransport;
-    undecided_ = true;
-    account_finish(false, state_);
+    leave_undecided(AbortReason::kTransport,
+                    Status(ops_.first_error(), "commit WRITE failed; latches kept for recovery"));
     active_ = false;
     return CommitOutcome{false, state_, detail_};
   }
@@ -910,16 +908,11 @@ AbortReason TxnEngine::finish_abort(AbortReason r) {
     // A record of this transaction may sit on a log node that we can no
     // longer reach (or clear). Releasing the latches would let others move
     // these objects, and recovery would later undo their writes from the
-    // record: keep the latches, leave the decision to recovery, and stop
-    // using this coordinator's lane (the next record would overwrite this
-    // one). The node is fenced or has lost a memory node: it needs
-    // recovery either way.
-    undecided_ = true;
-    detail_ = Status(ops_.first_error() == Errc::kOk ? Errc::kIo : ops_.first_error(),
-                     fmt::format("{}; the transaction was logged, so its latches are kept for recovery",
-                                 detail_.is_ok() ? std::string("remote operation failed") : detail_.message()));
-    state_ = r;
-    account_finish(false, r);
+    // record.
+    leave_undecided(r, Status(ops_.first_error() == Errc::kOk ? Errc::kIo : ops_.first_error(),
+                              fmt::format("{}; the transaction was logged, so its latches are kept for recovery",
+                                          detail_.is_ok() ? std::string("remote operation failed")
+                                                          : detail_.message())));
     return r;
   }
   for (Item& it : items_) {
@@ -938,6 +931,17 @@ AbortReason TxnEngine::finish_abort(AbortReason r) {
   state_ = r;
   account_finish(false, r);
   return r;
+}
+
+// Ends the transaction with its latches still held, for recovery to decide
+// from its log record, and stops this coordinator: its next record would
+// overwrite the undecided one. The node is fenced or has lost a memory
+// node, so it needs recovery either way.
+void TxnEngine::leave_undecided(AbortReason r, Status detail) {
+  undecided_ = true;
+  detail_ = std::move(detail);
+  state_ = r;
+  account_finish(false, r);
 }
 
 void TxnEngine::account_finish(bool committed, AbortReason r) {

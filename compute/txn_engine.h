@@ -206,6 +206,7 @@ class TxnEngine final : public Txn {
   void post_commit_writes();
 
   AbortReason finish_abort(AbortReason r);
+  void leave_undecided(AbortReason r, Status detail);  // latches kept for recovery
   void account_finish(bool committed, AbortReason r);
   void emit_trace(bool committed, AbortReason r);
 
