@@ -17,6 +17,10 @@ std::string_view errc_name(Errc code) {
     case Errc::kCorrupt: return "corrupt";
     case Errc::kMismatch: return "mismatch";
     case Errc::kUnsupported: return "unsupported";
+    case Errc::kNotFound: return "not-found";
+    case Errc::kAlreadyExists: return "already-exists";
+    case Errc::kConflict: return "conflict";
+    case Errc::kUnavailable: return "unavailable";
   }
   return "unknown";
 }

@@ -28,6 +28,12 @@ enum class Errc : uint8_t {
   kCorrupt = 10,         // a persistent structure failed validation
   kMismatch = 11,        // a persistent structure belongs to something else
   kUnsupported = 12,     // the peer does not offer what was asked for
+  // Coordination-service outcomes (ZooKeeper). They never cross the tcp data
+  // plane, whose wire formats accept codes up to kUnsupported only.
+  kNotFound = 13,        // the named node or record does not exist
+  kAlreadyExists = 14,   // creating something that exists already
+  kConflict = 15,        // a conditional update lost a race (version moved)
+  kUnavailable = 16,     // no quorum / no ensemble answers: retry later
 };
 
 // Stable, lower-case name of a code ("fenced", "out-of-bounds", ...).

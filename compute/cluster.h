@@ -25,7 +25,7 @@
 #include "common/table_directory.h"
 #include "common/transport/client.h"
 #include "compute/compute_config.h"
-#include "compute/lane_map.h"
+#include "common/lane_map.h"
 #include "compute/placement.h"
 
 namespace pandora {

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/secret.h"
-#include "compute/lane_map.h"
+#include "common/lane_map.h"
 
 namespace pandora {
 

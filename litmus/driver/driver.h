@@ -17,7 +17,7 @@
 // (litmus/driver/shared_page.h) and starts a replacement process with a
 // fresh pid. --protocol ford recovers stop-the-world instead (every live
 // process parks between transactions while a ford leader repairs from undo
-// records and scans every latch away: compute/ford_recovery.h). At the end
+// records and scans every latch away: recovery/ford_recovery.h). At the end
 // every process is stopped (and recovered if it had to be killed) and the
 // driver runs every instance's assert once more on the quiescent store. Exit 0: no violation; 1: violation; 2: error; 3: a
 // crash point the run had to cover was never hit (--require-coverage).

@@ -24,8 +24,8 @@
 
 #include "common/transport/client.h"
 #include "compute/blocking_client.h"
-#include "compute/ford_recovery.h"
-#include "compute/log_recovery.h"
+#include "recovery/ford_recovery.h"
+#include "recovery/log_recovery.h"
 #include "compute/op_batch.h"
 
 namespace pandora::litmus {

@@ -12,7 +12,7 @@
 #include "common/latch.h"
 #include "compute/compute_config.h"
 #include "compute/coroutine.h"
-#include "compute/lane_map.h"
+#include "common/lane_map.h"
 #include "compute/txn_engine.h"
 #include "tests/support/memd_process.h"
 

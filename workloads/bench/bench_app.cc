@@ -9,7 +9,7 @@
 
 #include "compute/blocking_client.h"
 #include "compute/cluster.h"
-#include "compute/lane_map.h"
+#include "common/lane_map.h"
 #include "compute/loader.h"
 #include "compute/scheduler.h"
 #include "litmus/history/history.h"

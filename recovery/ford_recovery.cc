@@ -1,4 +1,4 @@
-#include "compute/ford_recovery.h"
+#include "recovery/ford_recovery.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,9 +9,9 @@
 #include "common/latch.h"
 #include "common/log_record.h"
 #include "common/slot_layout.h"
-#include "compute/lane_map.h"
+#include "common/lane_map.h"
 #include "compute/op_batch.h"
-#include "compute/recovery_ops.h"
+#include "recovery/recovery_ops.h"
 #include "compute/table_geometry.h"
 
 namespace pandora {

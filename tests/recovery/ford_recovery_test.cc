@@ -1,4 +1,4 @@
-// Stop-the-world recovery of the `ford` baseline (compute/ford_recovery.h):
+// Stop-the-world recovery of the `ford` baseline (recovery/ford_recovery.h):
 // a FORD compute process killed mid-run is recovered from its undo records
 // on every node, then a scan releases every latch it left (owner-less, so
 // nothing else could); and an aborted FORD transaction's undo records no
@@ -11,7 +11,7 @@
 
 #include "common/latch.h"
 #include "compute/blocking_client.h"
-#include "compute/ford_recovery.h"
+#include "recovery/ford_recovery.h"
 #include "compute/loader.h"
 #include "compute/scheduler.h"
 #include "compute/table_geometry.h"

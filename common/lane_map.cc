@@ -1,4 +1,4 @@
-#include "compute/lane_map.h"
+#include "common/lane_map.h"
 
 #include <fmt/format.h>
 

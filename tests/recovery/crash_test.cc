@@ -17,7 +17,7 @@
 #include "compute/blocking_client.h"
 #include "compute/crash_points.h"
 #include "compute/loader.h"
-#include "compute/log_recovery.h"
+#include "recovery/log_recovery.h"
 #include "compute/op_batch.h"
 #include "compute/scheduler.h"
 #include "compute/table_geometry.h"

@@ -44,7 +44,7 @@
 #include "common/transport/transport.h"
 #include "compute/cluster.h"
 #include "compute/crash_points.h"
-#include "compute/log_recovery.h"
+#include "recovery/log_recovery.h"
 
 namespace pandora {
 
