@@ -4,34 +4,32 @@
 
 namespace pandora {
 
-Result<uint32_t> LaneMap::lane_index(uint16_t pid, uint32_t coordinator) const {
-  if (pid == 0) return Status(Errc::kInvalidArgument, "pid 0 is never issued and has no log lanes");
-  if (coordinator >= kLanesPerCompute) {
-    return Status(Errc::kInvalidArgument, fmt::format("coordinator {} has no lane: a compute node has at most {} "
-                                                      "coordinators (threads x coordinators)",
-                                                      coordinator, kLanesPerCompute));
-  }
-  const uint64_t lane = first_lane(pid) + coordinator;
-  if (lane >= lanes_) {
-    return Status(Errc::kInvalidArgument,
-                  fmt::format("compute id {} has no log lanes: the log area holds {} lanes of {} bytes, enough for "
-                              "compute ids 1..{}; start the memory daemons with --log-size of at least {} bytes "
-                              "(or use a smaller compute id or --lane-bytes)",
-                              pid, lanes_, lane_bytes_, max_pid(),
-                              uint64_t{pid} * kLanesPerCompute * lane_bytes_));
-  }
-  return static_cast<uint32_t>(lane);
+std::string LaneSlot::to_string() const {
+  if (empty()) return "no lanes";
+  return fmt::format("lanes {}..{}", first, end() - 1);
 }
 
-Status LaneMap::check_fits(uint16_t pid, uint32_t coordinators) const {
-  if (coordinators == 0) return Status(Errc::kInvalidArgument, "a compute node needs at least one coordinator");
-  if (coordinators > kLanesPerCompute) {
+Status LaneMap::check_slot(const LaneSlot& slot) const {
+  if (slot.empty()) return Status(Errc::kInvalidArgument, "a compute node needs at least one log lane");
+  if (slot.end() > lanes_) {
     return Status(Errc::kInvalidArgument,
-                  fmt::format("{} coordinators (threads x coordinators) exceed the {} log lanes of a compute node",
-                              coordinators, kLanesPerCompute));
+                  fmt::format("{} do not fit the log area, which holds {} lanes of {} bytes; start the memory daemons "
+                              "with --log-size of at least {} bytes, or run fewer coordinators, or use a registry "
+                              "(pandora-fd with --zookeeper) so that lanes are leased instead of fixed per compute id",
+                              slot.to_string(), lanes_, lane_bytes_, slot.end() * lane_bytes_));
   }
-  Result<uint32_t> last = lane_index(pid, kLanesPerCompute - 1);
-  return last.status();
+  return Status::ok();
+}
+
+Result<uint32_t> LaneMap::lane_index(const LaneSlot& slot, uint32_t coordinator) const {
+  if (coordinator >= slot.count) {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("coordinator {} has no lane: this compute node's lane slot holds {} lanes "
+                              "(threads x coordinators, plus one for a blocking client)",
+                              coordinator, slot.count));
+  }
+  if (Status s = check_slot(slot); !s) return s;
+  return slot.first + coordinator;
 }
 
 }  // namespace pandora

@@ -8,7 +8,7 @@ Result<std::unique_ptr<BlockingClient>> BlockingClient::create(Cluster& cluster,
   if (!cluster.has_directory()) {
     return Status(Errc::kInvalidArgument, "the cluster's table directory must be loaded before running transactions");
   }
-  if (Result<uint32_t> lane = cluster.lanes().lane_index(cluster.config().compute_id, coordinator); !lane) {
+  if (Result<uint32_t> lane = cluster.lanes().lane_index(cluster.lane_slot(), coordinator); !lane) {
     return lane.status();
   }
   auto conns = cluster.open_connections();

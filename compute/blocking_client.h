@@ -27,7 +27,7 @@ namespace pandora {
 class BlockingClient {
  public:
   // `coordinator`: this client's coordinator id on the compute node
-  // (0..kLanesPerCompute-1, distinct from any scheduler's ids).
+  // (a lane of the node's lane slot, distinct from any scheduler's ids).
   static Result<std::unique_ptr<BlockingClient>> create(Cluster& cluster, uint16_t coordinator = 0);
 
   // Runs `body` as the coordinator's task; returns when it returned.

@@ -153,7 +153,13 @@ Status Cluster::load_directory() {
   }
   if (Status s = rebuild_placement(d.replicas, d.shards); !s) return s;
   lanes_ = LaneMap(d.lane_bytes, d.lanes);
-  if (Status s = lanes_.check_fits(config_.compute_id, config_.total_coordinators()); !s) return s;
+  if (config_.compute_id != 0) {
+    // Every coordinator of this node needs its lane (tools that only read
+    // and recover, compute id 0, write no log).
+    if (Status s = lanes_.lane_index(config_.effective_lane_slot(), config_.total_coordinators() - 1).status(); !s) {
+      return s;
+    }
+  }
   directory_ = std::move(d);
   return Status::ok();
 }

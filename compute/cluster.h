@@ -64,6 +64,8 @@ class Cluster {
   const TableDirectory& directory() const { return *directory_; }
   const Placement& placement() const { return *placement_; }
   const LaneMap& lanes() const { return lanes_; }
+  // This node's log lanes (ComputeConfig::effective_lane_slot).
+  LaneSlot lane_slot() const { return config_.effective_lane_slot(); }
 
   // Node indexes of the replicas of `shard`, preference order ([0] = primary).
   std::span<const uint16_t> replica_indexes(uint32_t shard) const {

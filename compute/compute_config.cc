@@ -90,6 +90,10 @@ Result<BugSwitches> parse_bug_switches(std::string_view text) {
   return bugs;
 }
 
+LaneSlot ComputeConfig::effective_lane_slot() const {
+  return lane_slot.empty() ? LaneMap::fixed_slot(compute_id) : lane_slot;
+}
+
 Status ComputeConfig::validate() const {
   auto bad = [](std::string m) { return Status(Errc::kInvalidArgument, std::move(m)); };
   if (cluster_id == 0) return bad("--cluster-id must be set (non-zero; the memory daemons' cluster id)");
@@ -108,12 +112,21 @@ Status ComputeConfig::validate() const {
                            memory_nodes.size()));
   }
   if (threads == 0 || threads > 256) return bad(fmt::format("--threads {} must be in 1..256", threads));
-  if (coordinators == 0 || coordinators > kLanesPerCompute) {
-    return bad(fmt::format("--coordinators {} must be in 1..{}", coordinators, kLanesPerCompute));
+  if (coordinators == 0 || coordinators > kMaxCoordinatorsPerCompute) {
+    return bad(fmt::format("--coordinators {} must be in 1..{}", coordinators, kMaxCoordinatorsPerCompute));
   }
-  if (total_coordinators() > kLanesPerCompute) {
-    return bad(fmt::format("--threads {} x --coordinators {} = {} coordinators; a compute node has {} log lanes",
-                           threads, coordinators, total_coordinators(), kLanesPerCompute));
+  if (total_coordinators() > kMaxCoordinatorsPerCompute) {
+    return bad(fmt::format("--threads {} x --coordinators {} = {} coordinators; a compute node runs at most {}",
+                           threads, coordinators, total_coordinators(), kMaxCoordinatorsPerCompute));
+  }
+  if (lane_slot.empty() && total_coordinators() > kFixedSlotLanes) {
+    return bad(fmt::format("--threads {} x --coordinators {} = {} coordinators need a leased lane slot: without a "
+                           "registry (--zookeeper) a compute node has the {} lanes of its fixed slot",
+                           threads, coordinators, total_coordinators(), kFixedSlotLanes));
+  }
+  if (!lane_slot.empty() && lane_slot.count < total_coordinators()) {
+    return bad(fmt::format("lane slot {} is too small for {} coordinators", lane_slot.to_string(),
+                           total_coordinators()));
   }
   if (shards == 0 || shards > (1u << 24)) return bad(fmt::format("--shards {} must be in 1..{}", shards, 1u << 24));
   if (lane_bytes < kMinLaneBytes || lane_bytes > (64u << 20) || lane_bytes % kLaneAlign != 0) {
@@ -160,7 +173,7 @@ void ComputeFlags::declare(OptionSet& opts) {
                "copies of every row (f+1); also the number of log nodes; 0 = min(2, number of memory nodes)", 0,
                64);
   opts.add_u64("threads", &threads, "worker threads", 1, 256);
-  opts.add_u64("coordinators", &coordinators, "coordinator coroutines per worker thread", 1, kLanesPerCompute);
+  opts.add_u64("coordinators", &coordinators, "coordinator coroutines per worker thread", 1, kMaxCoordinatorsPerCompute);
   opts.add_choice("protocol", &protocol, {"pandora", "ford", "log-a-latch"}, "transaction protocol");
   opts.add_string("bug", &bug,
                   "test-only FORD bug switches (Debug builds): none or a comma list of complicit-abort, "

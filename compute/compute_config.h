@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/endpoint.h"
+#include "common/lane_map.h"
 #include "common/options.h"
 #include "common/status.h"
 #include "common/transport/client.h"
@@ -82,10 +83,19 @@ struct ComputeConfig {
   std::chrono::milliseconds connect_timeout{5000};
   uint32_t shards = 1024;                  // placement shards (fixed for the cluster's life)
   uint32_t lane_bytes = 16 * 1024;         // one log lane (must hold a transaction's record)
+  // This node's log lanes (common/lane_map.h). Empty: the fixed slot of
+  // compute_id (no registry); a registry (recovery/registry.h) leases one of
+  // lanes_needed() lanes and sets it here.
+  LaneSlot lane_slot;
 
   // Every coordinator of the node, across threads. Also the coordinator
   // field of this node's latch words, so it must fit the lane map.
   uint32_t total_coordinators() const { return threads * coordinators; }
+  // Lanes a leased slot must hold: one per coordinator plus one for a
+  // blocking client (the bench's check, tools) that runs beside them.
+  uint32_t lanes_needed() const { return total_coordinators() + 1; }
+  // lane_slot, or the fixed slot of compute_id when none was leased.
+  LaneSlot effective_lane_slot() const;
 
   // kInvalidArgument with a message naming the option and what is allowed.
   Status validate() const;

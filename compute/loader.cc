@@ -35,11 +35,11 @@ Status zero_range(Cluster& cluster, uint64_t begin, uint64_t end) {
 Status create_tables(Cluster& cluster, std::span<const TableSpec> specs, const CreateTablesOptions& options) {
   const ComputeConfig& cfg = cluster.config();
   const uint32_t lanes = cluster.lanes_that_fit(cfg.lane_bytes);
-  if (lanes < kLanesPerCompute) {
+  if (lanes < kFixedSlotLanes) {
     return Status(Errc::kInvalidArgument,
                   fmt::format("the memory nodes' log areas hold {} lanes of {} bytes; at least {} are needed (start "
                               "the daemons with a larger --log-size or use a smaller --lane-bytes)",
-                              lanes, cfg.lane_bytes, kLanesPerCompute));
+                              lanes, cfg.lane_bytes, kFixedSlotLanes));
   }
   auto planned = plan_table_directory(specs, cfg.cluster_id, cfg.shards, cfg.replicas, cfg.lane_bytes, lanes,
                                       cluster.table_begin(), cluster.table_limit());

@@ -53,7 +53,7 @@ TxnEngine::TxnEngine(Cluster& cluster, RemoteOps& ops, AddressCache& cache, uint
       pid_(cluster.config().compute_id),
       mode_(cluster.config().protocol),
       bugs_(cluster.config().bugs) {
-  Result<uint32_t> lane = cluster.lanes().lane_index(pid_, coordinator);
+  Result<uint32_t> lane = cluster.lanes().lane_index(cluster.lane_slot(), coordinator);
   // Cluster::load_directory checked that every coordinator of this node has
   // a lane; a coordinator id beyond that is a scheduler bug.
   lane_ = lane ? *lane : UINT32_MAX;

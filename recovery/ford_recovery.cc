@@ -36,11 +36,11 @@ constexpr uint64_t kScanChunk = 1 << 20;
 }  // namespace
 
 Result<LogRecoveryReport> recover_ford_logs(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
-                                            const Logger& logger, CrashInjector* crash) {
+                                            const LaneSlot& slot, const Logger& logger, CrashInjector* crash) {
   const std::vector<size_t> nodes = live_nodes(cluster, conns);
   if (nodes.empty()) return Status(Errc::kDisconnected, "no memory node is reachable");
   const uint32_t lane_bytes = cluster.lanes().lane_bytes();
-  auto read = read_lanes(cluster, conns, pid, nodes);
+  auto read = read_lanes(cluster, conns, slot, nodes);
   if (!read) return read.status();
   const std::vector<std::vector<uint8_t>>& data = *read;
   hit(crash, CrashPoint::kRecoveryAfterRead);
@@ -49,7 +49,7 @@ Result<LogRecoveryReport> recover_ford_logs(const Cluster& cluster, std::span<Co
   // logged on several nodes: keep one entry per table slot).
   std::map<uint64_t, LogRecord> txns;
   for (size_t k = 0; k < nodes.size(); ++k) {
-    for (uint32_t l = 0; l < kLanesPerCompute; ++l) {
+    for (uint32_t l = 0; l < slot.count; ++l) {
       const uint8_t* lane = data[k].data() + size_t{l} * lane_bytes;
       uint64_t run_txn = 0;
       for (size_t off = 0; off < lane_bytes;) {
@@ -78,10 +78,10 @@ Result<LogRecoveryReport> recover_ford_logs(const Cluster& cluster, std::span<Co
   return report;
 }
 
-Status truncate_ford_lanes(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
+Status truncate_ford_lanes(const Cluster& cluster, std::span<Connection* const> conns, const LaneSlot& slot,
                            CrashInjector* crash) {
   hit(crash, CrashPoint::kBeforeTruncate);
-  if (Status s = zero_lane_heads(cluster, conns, pid, live_nodes(cluster, conns)); !s) return s;
+  if (Status s = zero_lane_heads(cluster, conns, slot, live_nodes(cluster, conns)); !s) return s;
   hit(crash, CrashPoint::kAfterTruncate);
   return Status();
 }

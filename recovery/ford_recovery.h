@@ -8,8 +8,8 @@
 //   // every live compute node has finished or aborted its transactions
 //   // and holds no latch (the caller stopped the world); the dead pids are
 //   // fenced everywhere.
-//   for (pid : dead) recover_ford_logs(cluster, conns, pid, logger);   // repair data
-//   for (pid : dead) truncate_ford_lanes(cluster, conns, pid);
+//   for (d : dead) recover_ford_logs(cluster, conns, d.pid, d.slot, logger);   // repair data
+//   for (d : dead) truncate_ford_lanes(cluster, conns, d.slot);
 //   release_all_latches(cluster, conns, logger);    // the scan: every held latch is stray
 //   // resume the world
 //
@@ -50,11 +50,13 @@ namespace pandora {
 
 // Decides and repairs every transaction whose records are in `pid`'s lanes
 // (report.latch_sites stays empty: the scan releases latches).
+// `slot`: the lanes the pid wrote (its leased slot, or LaneMap::fixed_slot).
 Result<LogRecoveryReport> recover_ford_logs(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
-                                            const Logger& logger, CrashInjector* crash = nullptr);
+                                            const LaneSlot& slot, const Logger& logger,
+                                            CrashInjector* crash = nullptr);
 
-// Zeroes the head of each of the pid's lanes on every live node.
-Status truncate_ford_lanes(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
+// Zeroes the head of each lane of `slot` on every live node.
+Status truncate_ford_lanes(const Cluster& cluster, std::span<Connection* const> conns, const LaneSlot& slot,
                            CrashInjector* crash = nullptr);
 
 struct LatchScanReport {

@@ -121,7 +121,7 @@ Status decide_and_repair(const Cluster& cluster, std::span<Connection* const> co
 }
 
 Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
-                                       const Logger& logger, CrashInjector* crash) {
+                                       const LaneSlot& slot, const Logger& logger, CrashInjector* crash) {
   LogRecoveryReport report;
   const uint32_t lane_bytes = cluster.lanes().lane_bytes();
 
@@ -133,7 +133,7 @@ Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connect
   if (log_nodes.empty()) {
     return Status(Errc::kDisconnected, fmt::format("none of pid {}'s log nodes is reachable", pid));
   }
-  auto read = read_lanes(cluster, conns, pid, log_nodes);
+  auto read = read_lanes(cluster, conns, slot, log_nodes);
   if (!read) return read.status();
   const std::vector<std::vector<uint8_t>>& lane_data = *read;
   hit(crash, CrashPoint::kRecoveryAfterRead);
@@ -141,7 +141,7 @@ Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connect
   // 2. Valid records of this pid, one per (lane, lane_seq).
   std::map<std::pair<uint32_t, uint64_t>, LogRecord> records;
   for (size_t k = 0; k < log_nodes.size(); ++k) {
-    for (uint32_t l = 0; l < kLanesPerCompute; ++l) {
+    for (uint32_t l = 0; l < slot.count; ++l) {
       auto rec = decode_log_record(std::span<const uint8_t>(lane_data[k].data() + size_t{l} * lane_bytes, lane_bytes));
       if (!rec || latch_pid(rec->txn_id) != pid) continue;
       records.emplace(std::make_pair(l, rec->lane_seq), std::move(*rec));
@@ -156,7 +156,7 @@ Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connect
   // 4. log-a-latch: every slot an intent names, on every replica, is a
   // place where the pid may hold a latch, logged or not.
   for (size_t k = 0; k < log_nodes.size(); ++k) {
-    for (uint32_t l = 0; l < kLanesPerCompute; ++l) {
+    for (uint32_t l = 0; l < slot.count; ++l) {
       const uint8_t* lane = lane_data[k].data() + size_t{l} * lane_bytes;
       for (uint32_t i = 1; latch_intent_offset(lane_bytes, i) >= lane_bytes / 2; ++i) {
         LatchIntent li;
@@ -178,46 +178,40 @@ Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connect
 }
 
 Result<std::vector<std::vector<uint8_t>>> read_lanes(const Cluster& cluster, std::span<Connection* const> conns,
-                                                     uint16_t pid, std::span<const size_t> nodes) {
+                                                     const LaneSlot& slot, std::span<const size_t> nodes) {
   const LaneMap& lanes = cluster.lanes();
-  if (pid == 0 || pid > lanes.max_pid()) {
-    return Status(Errc::kInvalidArgument, fmt::format("pid {} has no log lanes (1..{})", pid, lanes.max_pid()));
-  }
+  if (Status s = lanes.check_slot(slot); !s) return s;
   const uint32_t lane_bytes = lanes.lane_bytes();
-  std::vector<std::vector<uint8_t>> data(nodes.size(), std::vector<uint8_t>(size_t{kLanesPerCompute} * lane_bytes));
+  std::vector<std::vector<uint8_t>> data(nodes.size(), std::vector<uint8_t>(size_t{slot.count} * lane_bytes));
   OpBatch batch(conns, batch_timeout(cluster));
   for (size_t k = 0; k < nodes.size(); ++k) {
-    for (uint32_t l = 0; l < kLanesPerCompute; ++l) {
-      batch.read(nodes[k], cluster.lane_address(nodes[k], static_cast<uint32_t>(LaneMap::first_lane(pid) + l)),
-                 data[k].data() + size_t{l} * lane_bytes, lane_bytes);
+    for (uint32_t l = 0; l < slot.count; ++l) {
+      batch.read(nodes[k], cluster.lane_address(nodes[k], slot.first + l), data[k].data() + size_t{l} * lane_bytes,
+                 lane_bytes);
     }
   }
   if (Status s = batch.run(); !s) return Status(s.code(), "reading log lanes: " + s.message());
   return data;
 }
 
-Status zero_lane_heads(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
+Status zero_lane_heads(const Cluster& cluster, std::span<Connection* const> conns, const LaneSlot& slot,
                        std::span<const size_t> nodes) {
-  const LaneMap& lanes = cluster.lanes();
-  if (pid == 0 || pid > lanes.max_pid()) {
-    return Status(Errc::kInvalidArgument, fmt::format("pid {} has no log lanes", pid));
-  }
+  if (Status s = cluster.lanes().check_slot(slot); !s) return s;
   static constexpr uint8_t kZeros[sizeof(LogRecordHeader)] = {};
   OpBatch batch(conns, batch_timeout(cluster));
   for (size_t n : nodes) {
     if (!live(conns, n)) continue;
-    for (uint32_t l = 0; l < kLanesPerCompute; ++l) {
-      batch.write(n, cluster.lane_address(n, static_cast<uint32_t>(LaneMap::first_lane(pid) + l)), kZeros,
-                  sizeof kZeros);
+    for (uint32_t l = 0; l < slot.count; ++l) {
+      batch.write(n, cluster.lane_address(n, slot.first + l), kZeros, sizeof kZeros);
     }
   }
   return batch.run();
 }
 
 Status truncate_lanes(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
-                      CrashInjector* crash) {
+                      const LaneSlot& slot, CrashInjector* crash) {
   hit(crash, CrashPoint::kBeforeTruncate);
-  if (Status s = zero_lane_heads(cluster, conns, pid, cluster.log_node_indexes(pid)); !s) return s;
+  if (Status s = zero_lane_heads(cluster, conns, slot, cluster.log_node_indexes(pid)); !s) return s;
   hit(crash, CrashPoint::kAfterTruncate);
   return Status();
 }

@@ -2,14 +2,17 @@
 // by the recovery coordinator after the node was fenced everywhere, and by
 // tests directly.
 //
-//   auto report = recover_logs(cluster, conns, pid, logger);  // repair data, release nothing
-//   truncate_lanes(cluster, conns, pid);                      // then publish pid in failed-ids
+//   auto report = recover_logs(cluster, conns, pid, slot, logger);  // repair data, release nothing
+//   truncate_lanes(cluster, conns, pid, slot);                      // then publish pid in failed-ids
 //   sweep_stray_latches(cluster, conns, pid, report->latch_sites);  // optional, after publishing
 //
 // `conns[i]` is a data connection to memory node index i of `cluster`, or
 // null for a node that is down (its replicas and log copies are skipped).
 //
-// recover_logs reads the pid's lanes (lane_map.h) on each live log node and
+// `slot` is the failed node's lane slot (common/lane_map.h): the one its
+// registration leased, or LaneMap::fixed_slot(pid) without a registry.
+//
+// recover_logs reads the slot's lanes on each of the pid's live log nodes and
 // takes every valid record whose txn id names the pid (a lane holds the last
 // record of its coordinator; copies on the f+1 log nodes are deduplicated by
 // lane_seq). For each record it reads the version of every live replica of
@@ -68,7 +71,7 @@ struct LogRecoveryReport {
 // itself (compute/crash_points.h); with an armed injector the roll-back
 // WRITEs are issued one at a time so it can stop between any two of them.
 Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
-                                       const Logger& logger, CrashInjector* crash = nullptr);
+                                       const LaneSlot& slot, const Logger& logger, CrashInjector* crash = nullptr);
 
 // The decision and repair of step 3 for one logged transaction (every
 // entry of `rec`), as described above; adds to `report`. recover_logs calls
@@ -77,19 +80,20 @@ Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connect
 Status decide_and_repair(const Cluster& cluster, std::span<Connection* const> conns, const LogRecord& rec,
                          LogRecoveryReport& report, const Logger& logger, CrashInjector* crash = nullptr);
 
-// Reads all of the pid's lanes (kLanesPerCompute x lane_bytes) on each of
-// `nodes`: result[k] holds node nodes[k]'s lanes back to back.
+// Reads every lane of `slot` (slot.count x lane_bytes) on each of `nodes`:
+// result[k] holds node nodes[k]'s lanes back to back.
 Result<std::vector<std::vector<uint8_t>>> read_lanes(const Cluster& cluster, std::span<Connection* const> conns,
-                                                     uint16_t pid, std::span<const size_t> nodes);
+                                                     const LaneSlot& slot, std::span<const size_t> nodes);
 
-// Zeroes the record header at the start of each of the pid's lanes on the
-// live nodes among `nodes`.
-Status zero_lane_heads(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
+// Zeroes the record header at the start of each lane of `slot` on the live
+// nodes among `nodes`.
+Status zero_lane_heads(const Cluster& cluster, std::span<Connection* const> conns, const LaneSlot& slot,
                        std::span<const size_t> nodes);
 
-// Zeroes the record header of each of the pid's lanes on its live log nodes.
+// Zeroes the record header of each lane of `slot` on the pid's live log
+// nodes. After it the slot may be leased to another compute node.
 Status truncate_lanes(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
-                      CrashInjector* crash = nullptr);
+                      const LaneSlot& slot, CrashInjector* crash = nullptr);
 
 // Returns how many latches were released.
 Result<uint32_t> sweep_stray_latches(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,

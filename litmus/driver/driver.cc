@@ -82,7 +82,7 @@ Status Driver::setup() {
     }
   }
   if (Status s = loader.finish(); !s) return s;
-  max_pid_ = static_cast<uint16_t>(std::min<uint32_t>(cluster_->lanes().max_pid(), 65535));
+  max_pid_ = static_cast<uint16_t>(std::min<uint32_t>(cluster_->lanes().max_fixed_pid(), 65535));
   return Status();
 }
 

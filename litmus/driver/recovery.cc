@@ -80,12 +80,12 @@ int Driver::leader_main(uint16_t dead, uint16_t leader_pid, bool armed) {
   CrashInjector inj(CrashInjector::Counters(sp.hits, kCrashPointCount));
   arm_leader(inj, leader_pid, armed);
   const auto conns = cluster.bootstrap_connections();
-  auto report = recover_logs(cluster, conns, dead, quiet, &inj);
+  auto report = recover_logs(cluster, conns, dead, LaneMap::fixed_slot(dead), quiet, &inj);
   if (!report) {
     fprintf(stderr, "leader: recover_logs %u: %s\n", dead, report.status().to_string().c_str());
     return 22;
   }
-  if (Status s = truncate_lanes(cluster, conns, dead, &inj); !s) return 23;
+  if (Status s = truncate_lanes(cluster, conns, dead, LaneMap::fixed_slot(dead), &inj); !s) return 23;
   // Post-recovery asserts on the instances the dead node's logs named, after
   // truncation and BEFORE publishing: the leader already treats the dead
   // pid's latches as free (recovery of its logs is complete), while every
@@ -178,7 +178,7 @@ int Driver::ford_leader_main(const std::vector<uint16_t>& dead, uint16_t leader_
   const auto conns = cluster.bootstrap_connections();
   LogRecoveryReport total;
   for (uint16_t d : dead) {
-    auto report = recover_ford_logs(cluster, conns, d, quiet, &inj);
+    auto report = recover_ford_logs(cluster, conns, d, LaneMap::fixed_slot(d), quiet, &inj);
     if (!report) {
       fprintf(stderr, "leader: recover_ford_logs %u: %s\n", d, report.status().to_string().c_str());
       return 22;
@@ -188,7 +188,7 @@ int Driver::ford_leader_main(const std::vector<uint16_t>& dead, uint16_t leader_
     total.rolled_forward += report->rolled_forward;
   }
   for (uint16_t d : dead) {
-    if (Status s = truncate_ford_lanes(cluster, conns, d, &inj); !s) return 23;
+    if (Status s = truncate_ford_lanes(cluster, conns, LaneMap::fixed_slot(d), &inj); !s) return 23;
   }
   auto scan = release_all_latches(cluster, conns, quiet, &inj);
   if (!scan) {

@@ -40,7 +40,7 @@ TEST(ComputeConfig, ValidatesEveryField) {
   { auto c = good_config(); c.compute_id = 0; expect_bad(c, "--compute-id"); }
   { auto c = good_config(); c.replicas = 3; expect_bad(c, "--replicas"); }
   { auto c = good_config(); c.memory_nodes.push_back(c.memory_nodes[0]); expect_bad(c, "twice"); }
-  { auto c = good_config(); c.threads = 8; c.coordinators = 16; expect_bad(c, "log lanes"); }
+  { auto c = good_config(); c.threads = 8; c.coordinators = 16; expect_bad(c, "leased lane slot"); }
   { auto c = good_config(); c.lane_bytes = 1000; expect_bad(c, "--lane-bytes"); }
   { auto c = good_config(); c.memory_nodes.clear(); expect_bad(c, "--memory-nodes"); }
   {
@@ -112,21 +112,45 @@ TEST(ComputeConfig, ReplicasDefaultToTwoWhenTwoMemoryNodesExist) {
   EXPECT_EQ(resolve("127.0.0.1:7000,127.0.0.1:7001", "1"), 1u);
 }
 
-TEST(LaneMap, MapsPidAndCoordinatorAndRefusesWhatDoesNotFit) {
-  LaneMap m(4096, 256);  // 4 compute slots
-  EXPECT_EQ(m.max_pid(), 4u);
-  EXPECT_EQ(m.lane_index(1, 0).value(), 0u);
-  EXPECT_EQ(m.lane_index(2, 5).value(), kLanesPerCompute + 5);
-  EXPECT_EQ(m.lane_index(4, kLanesPerCompute - 1).value(), 4 * kLanesPerCompute - 1);
+TEST(LaneMap, MapsSlotAndCoordinatorAndRefusesWhatDoesNotFit) {
+  LaneMap m(4096, 256);  // 4 fixed slots of 64 lanes
+  EXPECT_EQ(m.max_fixed_pid(), 4u);
+  EXPECT_EQ(LaneMap::fixed_slot(1), (LaneSlot{0, kFixedSlotLanes}));
+  EXPECT_EQ(m.lane_index(LaneMap::fixed_slot(1), 0).value(), 0u);
+  EXPECT_EQ(m.lane_index(LaneMap::fixed_slot(2), 5).value(), kFixedSlotLanes + 5);
+  EXPECT_EQ(m.lane_index(LaneMap::fixed_slot(4), kFixedSlotLanes - 1).value(), 4 * kFixedSlotLanes - 1);
   EXPECT_EQ(m.lane_offset(1 << 20, 3), (1u << 20) + 3 * 4096);
-  auto far = m.lane_index(5, 0);
+  auto far = m.lane_index(LaneMap::fixed_slot(5), 0);
   ASSERT_FALSE(far);
   EXPECT_NE(far.status().message().find("--log-size"), std::string::npos) << far.status().message();
-  EXPECT_FALSE(m.lane_index(1, kLanesPerCompute));
-  EXPECT_FALSE(m.lane_index(0, 0));
-  EXPECT_TRUE(m.check_fits(4, 16));
-  EXPECT_FALSE(m.check_fits(5, 16));
-  EXPECT_FALSE(m.check_fits(1, kLanesPerCompute + 1));
+  EXPECT_FALSE(m.lane_index(LaneMap::fixed_slot(1), kFixedSlotLanes));
+  // A leased slot is any run of lanes: 200 coordinators in lanes 50..249.
+  const LaneSlot big{50, 200};
+  EXPECT_TRUE(m.check_slot(big));
+  EXPECT_EQ(m.lane_index(big, 199).value(), 249u);
+  EXPECT_FALSE(m.lane_index(big, 200));
+  EXPECT_FALSE(m.check_slot(LaneSlot{200, 57}));  // ends at lane 257 > 256
+  EXPECT_FALSE(m.check_slot(LaneSlot{0, 0}));
+  EXPECT_TRUE(big.overlaps(LaneSlot{249, 1}));
+  EXPECT_FALSE(big.overlaps(LaneSlot{250, 6}));
+}
+
+TEST(ComputeConfig, MoreThanTheFixedSlotNeedsALeasedSlot) {
+  ComputeConfig c;
+  c.cluster_id = 1;
+  c.compute_id = 3;
+  c.secret = "0123456789abcdef";
+  c.memory_nodes = {Endpoint{"127.0.0.1", 7000}};
+  c.threads = 2;
+  c.coordinators = 256;  // 512 coordinators, as the seed measures
+  Status s = c.validate();
+  ASSERT_FALSE(s);
+  EXPECT_NE(s.message().find("leased lane slot"), std::string::npos) << s.message();
+  c.lane_slot = LaneSlot{1000, c.lanes_needed()};
+  EXPECT_TRUE(c.validate()) << c.validate().to_string();
+  EXPECT_EQ(c.effective_lane_slot(), (LaneSlot{1000, 513}));
+  c.lane_slot = LaneSlot{1000, 100};
+  EXPECT_FALSE(c.validate());
 }
 
 TEST(Latch, EngineWordsCarryOwnerAndFordWordsDoNot) {

@@ -60,17 +60,17 @@ TEST_P(CrashTest, KilledComputeNodeIsRecoveredFromItsLogsAndItsLatchesAreStolen)
     // The survivor runs nothing meanwhile.
     ASSERT_NO_FATAL_FAILURE(kill_mid_transfers(memds, config, kAccounts, kRows, 300));
     const auto conns = cluster->bootstrap_connections();
-    auto report = recover_logs(*cluster, conns, dead, test_logger());
+    auto report = recover_logs(*cluster, conns, dead, LaneMap::fixed_slot(dead), test_logger());
     ASSERT_TRUE(report) << report.status().to_string();
     EXPECT_GT(report->records, 0u);
     // Idempotent: a second run (a new recovery leader) changes nothing.
-    auto again = recover_logs(*cluster, conns, dead, test_logger());
+    auto again = recover_logs(*cluster, conns, dead, LaneMap::fixed_slot(dead), test_logger());
     ASSERT_TRUE(again);
     EXPECT_EQ(again->replicas_restored, 0u);
     rolled_back += report->rolled_back;
     rolled_forward += report->rolled_forward;
-    ASSERT_TRUE(truncate_lanes(*cluster, conns, dead));
-    EXPECT_EQ(recover_logs(*cluster, conns, dead, test_logger())->records, 0u);
+    ASSERT_TRUE(truncate_lanes(*cluster, conns, dead, LaneMap::fixed_slot(dead)));
+    EXPECT_EQ(recover_logs(*cluster, conns, dead, LaneMap::fixed_slot(dead), test_logger())->records, 0u);
 
     EXPECT_EQ(audit(*cluster), int64_t{kRows} * kStart) << "after recovering pid " << dead;
 
@@ -113,11 +113,11 @@ TEST_P(CrashTest, LogALatchRecoveryReleasesEveryLatchFromItsIntents) {
     config.coordinators = 4;
     ASSERT_NO_FATAL_FAILURE(kill_mid_transfers(memds, config, kAccounts, kRows, 300));
     const auto conns = cluster->bootstrap_connections();
-    auto report = recover_logs(*cluster, conns, dead, test_logger());
+    auto report = recover_logs(*cluster, conns, dead, LaneMap::fixed_slot(dead), test_logger());
     ASSERT_TRUE(report) << report.status().to_string();
     EXPECT_GT(report->intents, 0u);
     intents += report->intents;
-    ASSERT_TRUE(truncate_lanes(*cluster, conns, dead));
+    ASSERT_TRUE(truncate_lanes(*cluster, conns, dead, LaneMap::fixed_slot(dead)));
     EXPECT_EQ(audit(*cluster), int64_t{kRows} * kStart) << "after recovering pid " << dead;
     cluster->failed_ids().add(dead);
     auto released = sweep_stray_latches(*cluster, conns, dead, report->latch_sites);
@@ -180,7 +180,7 @@ TEST_P(CrashTest, RecoveryRollsBackPartialCommitsAndForwardCompleteOnes) {
     std::string enc;
     encode_log_record(rec, enc);
     for (size_t n : c->log_node_indexes(dead)) {
-      b.write(n, c->lane_address(n, c->lanes().lane_index(dead, coordinator).value()), enc.data(),
+      b.write(n, c->lane_address(n, c->lanes().lane_index(LaneMap::fixed_slot(dead), coordinator).value()), enc.data(),
               static_cast<uint32_t>(enc.size()));
     }
     ASSERT_TRUE(b.run());
@@ -203,11 +203,11 @@ TEST_P(CrashTest, RecoveryRollsBackPartialCommitsAndForwardCompleteOnes) {
   }
   const uint8_t junk = 0xff;  // must outlive b.run()
   for (size_t n : c->log_node_indexes(dead)) {
-    b.write(n, c->lane_address(n, c->lanes().lane_index(dead, 2).value()) + 40, &junk, 1);
+    b.write(n, c->lane_address(n, c->lanes().lane_index(LaneMap::fixed_slot(dead), 2).value()) + 40, &junk, 1);
   }
   ASSERT_TRUE(b.run());
 
-  auto report = recover_logs(*c, conns, dead, test_logger());
+  auto report = recover_logs(*c, conns, dead, LaneMap::fixed_slot(dead), test_logger());
   ASSERT_TRUE(report) << report.status().to_string();
   EXPECT_EQ(report->records, 3u);  // the torn one is not a record
   EXPECT_EQ(report->rolled_back, 2u);
@@ -222,13 +222,13 @@ TEST_P(CrashTest, RecoveryRollsBackPartialCommitsAndForwardCompleteOnes) {
   EXPECT_EQ(audit(*c), int64_t{kRows} * kStart);
   // Nothing released, and a re-run is a no-op.
   for (uint64_t k = 1; k <= 8; ++k) EXPECT_EQ(latch_pid(raw_find(*c, kAccounts, k).latch), dead) << k;
-  auto again = recover_logs(*c, conns, dead, test_logger());
+  auto again = recover_logs(*c, conns, dead, LaneMap::fixed_slot(dead), test_logger());
   ASSERT_TRUE(again);
   EXPECT_EQ(again->replicas_restored, 0u);
   EXPECT_EQ(audit(*c), int64_t{kRows} * kStart);
   // Truncate, publish, sweep: the logged objects are unlatched; keys 5 and 6
   // (torn record = unlogged) keep their stray latches until stolen.
-  ASSERT_TRUE(truncate_lanes(*c, conns, dead));
+  ASSERT_TRUE(truncate_lanes(*c, conns, dead, LaneMap::fixed_slot(dead)));
   c->failed_ids().add(dead);
   auto released = sweep_stray_latches(*c, conns, dead, report->latch_sites);
   ASSERT_TRUE(released);
@@ -312,10 +312,10 @@ TEST_P(CrashTest, SlotFreedOnABackupByAnUndecidedDeleteIsNotReused) {
 
   ASSERT_NO_FATAL_FAILURE(fence_everywhere(memds, dead));
   const auto conns = c->bootstrap_connections();
-  auto report = recover_logs(*c, conns, dead, test_logger());
+  auto report = recover_logs(*c, conns, dead, LaneMap::fixed_slot(dead), test_logger());
   ASSERT_TRUE(report) << report.status().to_string();
   EXPECT_EQ(report->rolled_back, 1u);
-  ASSERT_TRUE(truncate_lanes(*c, conns, dead));
+  ASSERT_TRUE(truncate_lanes(*c, conns, dead, LaneMap::fixed_slot(dead)));
   c->failed_ids().add(dead);
   ASSERT_TRUE(sweep_stray_latches(*c, conns, dead, report->latch_sites));
 

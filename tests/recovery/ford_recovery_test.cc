@@ -58,16 +58,16 @@ TEST_P(FordRecoveryTest, KilledNodeIsRecoveredAndTheScanReleasesItsLatches) {
     // The survivor runs nothing meanwhile.
     ASSERT_NO_FATAL_FAILURE(kill_mid_transfers(memds, config, kAccounts, kRows, 300));
     const auto conns = cluster->bootstrap_connections();
-    auto report = recover_ford_logs(*cluster, conns, dead, test_logger());
+    auto report = recover_ford_logs(*cluster, conns, dead, LaneMap::fixed_slot(dead), test_logger());
     ASSERT_TRUE(report) << report.status().to_string();
     EXPECT_GT(report->records, 0u);
-    auto again = recover_ford_logs(*cluster, conns, dead, test_logger());
+    auto again = recover_ford_logs(*cluster, conns, dead, LaneMap::fixed_slot(dead), test_logger());
     ASSERT_TRUE(again);
     EXPECT_EQ(again->replicas_restored, 0u) << "recovery is idempotent";
     rolled_back += report->rolled_back;
     EXPECT_EQ(audit(*cluster), int64_t{kRows} * kStart) << "after recovering pid " << dead;
-    ASSERT_TRUE(truncate_ford_lanes(*cluster, conns, dead));
-    EXPECT_EQ(recover_ford_logs(*cluster, conns, dead, test_logger())->records, 0u);
+    ASSERT_TRUE(truncate_ford_lanes(*cluster, conns, LaneMap::fixed_slot(dead)));
+    EXPECT_EQ(recover_ford_logs(*cluster, conns, dead, LaneMap::fixed_slot(dead), test_logger())->records, 0u);
 
     auto scan = release_all_latches(*cluster, conns, test_logger());
     ASSERT_TRUE(scan) << scan.status().to_string();
@@ -126,7 +126,7 @@ TEST_P(FordRecoveryTest, AnAbortedTransactionsUndoRecordsAreNotRecovered) {
 
   ASSERT_NO_FATAL_FAILURE(fence_everywhere(memds, 5));
   const auto conns = cluster->bootstrap_connections();
-  auto report = recover_ford_logs(*cluster, conns, 5, test_logger());
+  auto report = recover_ford_logs(*cluster, conns, 5, LaneMap::fixed_slot(5), test_logger());
   ASSERT_TRUE(report) << report.status().to_string();
   EXPECT_EQ(report->records, 0u);
   EXPECT_EQ(report->replicas_restored, 0u);

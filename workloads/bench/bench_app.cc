@@ -108,7 +108,7 @@ int run_bench(const BenchConfig& cfg) {
   // one is left; otherwise 0, which is idle whenever the check runs (the
   // check only reads, so it never writes that coordinator's log lane).
   const uint32_t total = cfg.compute.total_coordinators();
-  const auto check_id = static_cast<uint16_t>(total < kLanesPerCompute ? total : 0);
+  const auto check_id = static_cast<uint16_t>(total < (*cluster)->lane_slot().count ? total : 0);
   Result<std::unique_ptr<BlockingClient>> client = BlockingClient::create(**cluster, check_id);
   if (!client) {
     fail(fmt::format("opening the check's connections: {}", client.status().to_string()));
