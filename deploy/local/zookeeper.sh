@@ -1,0 +1,446 @@
+#!/usr/bin/env bash
+# A local ZooKeeper ensemble (Debian package `zookeeper`, 3.8) on 127.0.0.1.
+#
+#   bash deploy/local/zookeeper.sh start   --dir /tmp/pandora-zk [--servers 3]
+#   bash deploy/local/zookeeper.sh status  --dir /tmp/pandora-zk
+#   bash deploy/local/zookeeper.sh kill    --dir /tmp/pandora-zk --server 2
+#   bash deploy/local/zookeeper.sh restart --dir /tmp/pandora-zk --server 2
+#   bash deploy/local/zookeeper.sh stop    --dir /tmp/pandora-zk [--keep-data]
+#
+# State recorded in DIR (so stop/status/kill/restart and clients find it):
+#   zk<i>.cfg   server i's configuration     zk<i>.port  its client port
+#   zk<i>.pid   its java pid                 zk<i>.log   its stdout+stderr
+#   zk<i>/      its dataDir (zk<i>/data) and dataLogDir (zk<i>/txlog): the
+#               transaction log is on disk, as deployed
+#   zk_connect  127.0.0.1:P1,127.0.0.1:P2,... (ZkOptions::hosts)
+#   watchdog.pid  with --exit-with-pid: stops the servers when that pid ends
+set -euo pipefail
+
+script_dir="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
+script_path="$script_dir/$(basename -- "${BASH_SOURCE[0]}")"
+
+ZK_JAR=/usr/share/java/zookeeper.jar
+ZK_CONF_DIR=/etc/zookeeper/conf
+ZK_MAIN=org.apache.zookeeper.server.quorum.QuorumPeerMain
+# log4j 1.2 + its slf4j binding: the server logs to the console, i.e. zk<i>.log.
+ZK_CLASSPATH="$ZK_CONF_DIR:$ZK_JAR:/usr/share/java/slf4j-log4j12.jar:/usr/share/java/log4j-1.2.jar"
+
+usage() {
+  cat <<USAGE
+Usage: bash deploy/local/zookeeper.sh start|stop|status|kill|restart --dir DIR [options]
+
+Runs a ZooKeeper ensemble of N servers (the Debian 'zookeeper' package, one
+java process each) on 127.0.0.1 only, with client, quorum and election ports
+chosen free on loopback by this script. The client connect string is written
+to DIR/zk_connect.
+
+Commands:
+  start     write the configurations, start every server, wait for a leader
+  stop      SIGTERM the servers (SIGKILL after 10 s), stop the watchdog,
+            remove the data directories (unless --keep-data)
+  status    one line per server: index, pid, client port, mode or "down"
+  kill      SIGKILL server --server I (fault tests); its data stays
+  restart   start server --server I again on the same configuration and ports
+            (SIGKILLs it first if it still runs)
+
+Options:
+  --dir DIR            state directory (configs, pids, ports, logs, data) [required]
+  --servers N          number of servers (start)                          [3]
+  --tick-ms MS         ZooKeeper tickTime (start)                         [100]
+  --wait-s S           start/restart: wait this long for a leader         [60]
+  --exit-with-pid PID  start: a watchdog stops the ensemble when PID ends
+  --server I           kill/restart: which server (1..N)
+  --keep-data          stop: keep DIR/zk<i>/ (default: remove them)
+  -h, --help           this help
+
+Needs java and the 'zookeeper' package (deploy/setup.sh installs both).
+USAGE
+}
+
+die() { echo "zookeeper.sh: error: $*" >&2; exit 1; }
+say() { echo "zookeeper.sh: $*"; }
+
+[[ $# -ge 1 ]] || { usage >&2; exit 2; }
+cmd="$1"
+shift
+case "$cmd" in
+  -h|--help) usage; exit 0 ;;
+  start|stop|status|kill|restart|_watchdog) ;;
+  *) usage >&2; die "unknown command '$cmd' (expected start, stop, status, kill or restart)" ;;
+esac
+
+dir=""
+servers=3
+tick_ms=100
+wait_s=60
+exit_with_pid=""
+server=""
+keep_data=0
+
+need_value() { [[ $# -ge 2 && -n "$2" ]] || die "option $1 needs a value"; }
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --dir) need_value "$@"; dir="$2"; shift 2 ;;
+    --servers) need_value "$@"; servers="$2"; shift 2 ;;
+    --tick-ms) need_value "$@"; tick_ms="$2"; shift 2 ;;
+    --wait-s) need_value "$@"; wait_s="$2"; shift 2 ;;
+    --exit-with-pid) need_value "$@"; exit_with_pid="$2"; shift 2 ;;
+    --server) need_value "$@"; server="$2"; shift 2 ;;
+    --keep-data) keep_data=1; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage >&2; die "unknown option '$1'" ;;
+  esac
+done
+
+[[ -n "$dir" ]] || die "--dir DIR is required"
+[[ "$servers" =~ ^[1-9][0-9]*$ && "$servers" -le 15 ]] || die "--servers must be 1..15, got '$servers'"
+[[ "$tick_ms" =~ ^[1-9][0-9]*$ ]] || die "--tick-ms must be a positive integer, got '$tick_ms'"
+[[ "$wait_s" =~ ^[1-9][0-9]*$ ]] || die "--wait-s must be a positive integer, got '$wait_s'"
+[[ -z "$exit_with_pid" || "$exit_with_pid" =~ ^[1-9][0-9]*$ ]] || die "--exit-with-pid needs a pid, got '$exit_with_pid'"
+if [[ "$cmd" == start ]]; then
+  mkdir -p -- "$dir"
+fi
+[[ -d "$dir" ]] || die "no directory $dir (nothing was started there)"
+dir="$(cd -- "$dir" && pwd -P)"
+
+# True when $1 is a live (not zombie) process.
+alive() {
+  local pid="$1" state
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  kill -0 "$pid" 2>/dev/null || return 1
+  state="$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || true)"
+  [[ -n "$state" && "$state" != "Z" && "$state" != "X" ]]
+}
+
+# True when $1 is a live java process whose command line names server $2's
+# cfg in this DIR (so a recycled pid is never signalled).
+is_our_server() {
+  local pid="$1" i="$2" exe
+  alive "$pid" || return 1
+  exe="$(readlink "/proc/$pid/exe" 2>/dev/null || true)"
+  [[ "$(basename -- "${exe% (deleted)}")" == java ]] || return 1
+  tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "$dir/zk$i.cfg"
+}
+
+# True when $1 is a live bash running this script's watchdog for this DIR.
+is_our_watchdog() {
+  local pid="$1"
+  alive "$pid" || return 1
+  local args
+  args="$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null || true)"
+  grep -qxF -- _watchdog <<<"$args" && grep -qxF -- "$dir" <<<"$args"
+}
+
+# Server indices recorded in DIR (from zk<i>.cfg files).
+recorded_servers() {
+  local f
+  shopt -s nullglob
+  for f in "$dir"/zk*.cfg; do
+    f="${f##*/zk}"
+    echo "${f%.cfg}"
+  done | sort -n
+}
+
+# Sends a four-letter word to 127.0.0.1:$1; prints the answer (empty on failure).
+four_letter() {
+  local port="$1" word="$2"
+  python3 - "$port" "$word" <<'PY' 2>/dev/null || true
+import socket, sys
+try:
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1.0)
+    s.sendall(sys.argv[2].encode())
+    out = b""
+    while True:
+        b = s.recv(4096)
+        if not b:
+            break
+        out += b
+    sys.stdout.write(out.decode(errors="replace"))
+except Exception:
+    pass
+PY
+}
+
+# Mode of the server on client port $1: leader, follower, standalone, or "down".
+server_mode() {
+  local out mode
+  out="$(four_letter "$1" srvr)"
+  mode="$(sed -n 's/^Mode: //p' <<<"$out" | head -n1)"
+  echo "${mode:-down}"
+}
+
+# Free loopback ports: binds $1 sockets to 127.0.0.1:0 at once (so they are
+# distinct), prints them and closes them.
+free_ports() {
+  python3 - "$1" <<'PY'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+for s in socks:
+    s.close()
+PY
+}
+
+# Starts server $1 from its cfg (in the background); records its pid.
+launch_server() {
+  local i="$1" pid
+  mkdir -p -- "$dir/zk$i/data" "$dir/zk$i/txlog"
+  echo "$i" >"$dir/zk$i/data/myid"
+  # Fast start on a small machine: client VM-like JIT (C1 only), serial GC,
+  # no perf data file, no attach listener. No JMX remote port is opened
+  # (only the in-process MBean server, as with zkServer.sh's JMXLOCALONLY).
+  # Short leader-election notification backoff so a quorum re-forms quickly
+  # after a restarted server rejoins.
+  setsid java \
+    -Xmx128m -Xms32m -Xss512k \
+    -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 \
+    -XX:-UsePerfData -XX:+DisableAttachMechanism -Xshare:auto \
+    -Djava.net.preferIPv4Stack=true \
+    -Dzookeeper.log.dir="$dir" \
+    -Dzookeeper.root.logger=INFO,CONSOLE \
+    -Dzookeeper.jmx.log4j.disable=true \
+    -Dzookeeper.fastleader.minNotificationInterval=50 \
+    -Dzookeeper.fastleader.maxNotificationInterval=1000 \
+    -Dzookeeper.admin.enableServer=false \
+    -cp "$ZK_CLASSPATH" "$ZK_MAIN" "$dir/zk$i.cfg" \
+    >>"$dir/zk$i.log" 2>&1 </dev/null &
+  pid=$!
+  echo "$pid" >"$dir/zk$i.pid"
+}
+
+# Stops server $1: SIGTERM, up to 10 s, then SIGKILL; removes its pid file.
+stop_server() {
+  local i="$1" sig="${2:-TERM}" pid waited
+  [[ -f "$dir/zk$i.pid" ]] || return 0
+  pid="$(cat "$dir/zk$i.pid" 2>/dev/null || true)"
+  if is_our_server "$pid" "$i"; then
+    if [[ "$sig" == KILL ]]; then
+      kill -KILL "$pid" 2>/dev/null || true
+    else
+      kill -TERM "$pid" 2>/dev/null || true
+    fi
+    waited=0
+    while is_our_server "$pid" "$i" && [[ "$waited" -lt 100 ]]; do
+      sleep 0.1
+      waited=$((waited + 1))
+    done
+    if is_our_server "$pid" "$i"; then
+      echo "zookeeper.sh: server $i (pid $pid) ignored SIGTERM for 10 s, sending SIGKILL" >&2
+      kill -KILL "$pid" 2>/dev/null || true
+      waited=0
+      while is_our_server "$pid" "$i" && [[ "$waited" -lt 50 ]]; do
+        sleep 0.1
+        waited=$((waited + 1))
+      done
+    fi
+  fi
+  rm -f -- "$dir/zk$i.pid"
+}
+
+stop_watchdog() {
+  local pid
+  [[ -f "$dir/watchdog.pid" ]] || return 0
+  pid="$(cat "$dir/watchdog.pid" 2>/dev/null || true)"
+  # The watchdog itself calls stop: never signal ourselves.
+  if [[ "$pid" != "$$" ]] && is_our_watchdog "$pid"; then
+    kill -TERM "$pid" 2>/dev/null || true
+  fi
+  rm -f -- "$dir/watchdog.pid"
+}
+
+stop_all() {
+  local i
+  stop_watchdog
+  for i in $(recorded_servers); do
+    stop_server "$i"
+  done
+  if [[ "$keep_data" -eq 0 ]]; then
+    for i in $(recorded_servers); do
+      rm -rf -- "${dir:?}/zk$i"
+    done
+  fi
+}
+
+print_log_tails() {
+  local i
+  for i in $(recorded_servers); do
+    echo "----- tail of $dir/zk$i.log -----" >&2
+    tail -n 25 -- "$dir/zk$i.log" >&2 2>/dev/null || true
+  done
+}
+
+# Waits up to $wait_s for exactly one leader and every other live-listed
+# server ($@: indices that must be up) a follower.
+wait_for_quorum() {
+  local deadline=$((SECONDS + wait_s)) i mode leaders ok line last=""
+  while :; do
+    leaders=0
+    ok=1
+    line=""
+    for i in "$@"; do
+      mode="$(server_mode "$(cat "$dir/zk$i.port")")"
+      line+=" zk$i=$mode"
+      case "$mode" in
+        leader) leaders=$((leaders + 1)) ;;
+        follower) ;;
+        standalone) [[ "$servers_now" -eq 1 ]] || ok=0 ;;
+        *) ok=0 ;;
+      esac
+      pid="$(cat "$dir/zk$i.pid" 2>/dev/null || true)"
+      if ! is_our_server "$pid" "$i"; then
+        echo "zookeeper.sh: server $i (pid ${pid:-?}) exited during start-up" >&2
+        return 1
+      fi
+    done
+    if [[ "$ok" -eq 1 ]] && { [[ "$leaders" -eq 1 ]] || [[ "$servers_now" -eq 1 ]]; }; then
+      say "ready:$line"
+      return 0
+    fi
+    if [[ "$line" != "$last" ]]; then
+      say "waiting for a leader:$line"
+      last="$line"
+    fi
+    if [[ "$SECONDS" -ge "$deadline" ]]; then
+      echo "zookeeper.sh: no leader after ${wait_s} s:$line" >&2
+      return 1
+    fi
+    sleep 0.1
+  done
+}
+
+require_server_index() {
+  [[ "$server" =~ ^[1-9][0-9]*$ ]] || die "$cmd needs --server I (1-based index)"
+  [[ -f "$dir/zk$server.cfg" ]] || die "no server $server recorded in $dir (no zk$server.cfg)"
+}
+
+case "$cmd" in
+  start)
+    command -v java >/dev/null 2>&1 || die "java not found: install the Debian package 'zookeeper' (or run deploy/setup.sh)"
+    command -v python3 >/dev/null 2>&1 || die "python3 not found (used to pick free ports and query servers)"
+    [[ -r "$ZK_JAR" ]] || die "$ZK_JAR not found: install the Debian package 'zookeeper' (or run deploy/setup.sh)"
+    for i in $(recorded_servers); do
+      pid="$(cat "$dir/zk$i.pid" 2>/dev/null || true)"
+      if is_our_server "$pid" "$i"; then
+        die "server $i already runs in $dir (pid $pid); stop it first"
+      fi
+    done
+    # Forget a previous ensemble's files in DIR.
+    for i in $(recorded_servers); do
+      rm -rf -- "${dir:?}/zk$i" "$dir/zk$i.cfg" "$dir/zk$i.port" "$dir/zk$i.pid" "$dir/zk$i.log"
+    done
+    rm -f -- "$dir/zk_connect" "$dir/watchdog.pid"
+
+    read -r -a ports <<<"$(free_ports $((3 * servers)))"
+    [[ "${#ports[@]}" -eq $((3 * servers)) ]] || die "could not pick $((3 * servers)) free loopback ports"
+    server_lines=""
+    for ((i = 1; i <= servers; i++)); do
+      server_lines+="server.$i=127.0.0.1:${ports[$((3 * (i - 1) + 1))]}:${ports[$((3 * (i - 1) + 2))]}"$'\n'
+    done
+    connect=""
+    for ((i = 1; i <= servers; i++)); do
+      client_port="${ports[$((3 * (i - 1)))]}"
+      cat >"$dir/zk$i.cfg" <<CFG
+# Written by deploy/local/zookeeper.sh: server $i of $servers, loopback only.
+tickTime=$tick_ms
+initLimit=10
+syncLimit=5
+dataDir=$dir/zk$i/data
+dataLogDir=$dir/zk$i/txlog
+clientPort=$client_port
+clientPortAddress=127.0.0.1
+maxClientCnxns=0
+admin.enableServer=false
+4lw.commands.whitelist=srvr,ruok,mntr,stat
+autopurge.purgeInterval=0
+quorumListenOnAllIPs=false
+${server_lines}
+CFG
+      echo "$client_port" >"$dir/zk$i.port"
+      connect+="${connect:+,}127.0.0.1:$client_port"
+    done
+    echo "$connect" >"$dir/zk_connect"
+
+    started_at=$SECONDS
+    for ((i = 1; i <= servers; i++)); do
+      launch_server "$i"
+    done
+    say "started $servers servers in $dir (client ports: $connect)"
+    servers_now="$servers"
+    if ! wait_for_quorum $(seq 1 "$servers"); then
+      print_log_tails
+      keep_data=0
+      stop_all
+      rm -f -- "$dir/zk_connect"
+      die "the ensemble in $dir did not elect a leader within ${wait_s} s (server logs above); stopped it"
+    fi
+    say "leader elected after $((SECONDS - started_at)) s"
+
+    if [[ -n "$exit_with_pid" ]]; then
+      # Detached from our stdout so callers reading our output see EOF.
+      setsid bash "$script_path" _watchdog --dir "$dir" --exit-with-pid "$exit_with_pid" \
+        >>"$dir/watchdog.log" 2>&1 </dev/null &
+      echo "$!" >"$dir/watchdog.pid"
+      say "watchdog pid $! stops the ensemble when pid $exit_with_pid ends"
+    fi
+    echo "$connect"
+    ;;
+
+  _watchdog)
+    # Internal: polls --exit-with-pid; when it is gone, stops the ensemble.
+    [[ -n "$exit_with_pid" ]] || die "_watchdog needs --exit-with-pid"
+    trap 'exit 0' TERM
+    while alive "$exit_with_pid"; do
+      sleep 0.5 &
+      wait $! || true
+    done
+    echo "zookeeper.sh: pid $exit_with_pid ended, stopping the ensemble in $dir"
+    trap - TERM
+    # Do not let stop_watchdog signal ourselves: the pid file names us.
+    stop_all
+    rm -f -- "$dir/zk_connect"
+    ;;
+
+  stop)
+    stop_all
+    rm -f -- "$dir/zk_connect"
+    say "stopped the ensemble in $dir$([[ "$keep_data" -eq 1 ]] && echo ' (data kept)')"
+    ;;
+
+  status)
+    any=0
+    for i in $(recorded_servers); do
+      any=1
+      pid="$(cat "$dir/zk$i.pid" 2>/dev/null || true)"
+      port="$(cat "$dir/zk$i.port" 2>/dev/null || echo '?')"
+      if is_our_server "$pid" "$i"; then
+        echo "zk$i pid=$pid port=$port mode=$(server_mode "$port")"
+      else
+        echo "zk$i pid=- port=$port mode=down"
+      fi
+    done
+    [[ "$any" -eq 1 ]] || die "no ensemble recorded in $dir"
+    ;;
+
+  kill)
+    require_server_index
+    pid="$(cat "$dir/zk$server.pid" 2>/dev/null || true)"
+    if is_our_server "$pid" "$server"; then
+      stop_server "$server" KILL
+      say "killed server $server (pid $pid)"
+    else
+      rm -f -- "$dir/zk$server.pid"
+      say "server $server was not running"
+    fi
+    ;;
+
+  restart)
+    require_server_index
+    stop_server "$server" KILL
+    launch_server "$server"
+    say "restarted server $server (pid $(cat "$dir/zk$server.pid"), port $(cat "$dir/zk$server.port"))"
+    ;;
+esac
