@@ -12,10 +12,12 @@
 #include <cstring>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "common/endpoint.h"
+#include "common/heartbeat_sender.h"
 #include "common/logger.h"
 #include "common/secret.h"
 #include "memory/control_server.h"
@@ -116,6 +118,12 @@ void declare_options(OptionSet& opts, MemdConfig& cfg) {
                "(lower round-trip latency at the cost of a busy core per data-plane thread: use it only when "
                "those cores are spare)",
                0, 1000000);
+  opts.add_string("fd-replicas", &cfg.fd_replicas,
+                  "HOST:PORT,... of the failure-detector replicas: heartbeat each of them (UDP, authenticated with "
+                  "the cluster secret) so that they detect this node's failure (empty: no heartbeats)");
+  opts.add_u64("fd-heartbeat-us", &cfg.fd_heartbeat_us,
+               "microseconds between heartbeats to the --fd-replicas (keep well below their timeout, 5 ms by default)",
+               100, 1000000);
   opts.add_u64("exit-with-pid", &cfg.exit_with_pid,
                "shut down cleanly (as on SIGTERM) when process PID ends - for test harnesses and supervisors that "
                "must not leave daemons behind if they die (0: off)",
@@ -139,6 +147,16 @@ int run(const MemdConfig& cfg, const OptionSet& opts) {
     Result<uint64_t> parsed = parse_size(cfg.size);
     if (!parsed) return usage_error("--size " + cfg.size + ": " + parsed.status().message());
     size = *parsed;
+  }
+
+  std::vector<Endpoint> fd_replicas;
+  for (size_t at = 0; at < cfg.fd_replicas.size();) {
+    size_t comma = cfg.fd_replicas.find(',', at);
+    if (comma == std::string::npos) comma = cfg.fd_replicas.size();
+    Result<Endpoint> ep = parse_endpoint(std::string_view(cfg.fd_replicas).substr(at, comma - at));
+    if (!ep) return usage_error("--fd-replicas " + cfg.fd_replicas + ": " + ep.status().message());
+    fd_replicas.push_back(std::move(ep.value()));
+    at = comma + 1;
   }
 
   bool world_readable = false;
@@ -187,6 +205,17 @@ int run(const MemdConfig& cfg, const OptionSet& opts) {
     log.info("persistence: msync (not persistent memory; correct but slow, not for benchmarks)");
   }
 
+  // Heartbeats start once the daemon serves (below) and stop as soon as it
+  // stops serving, so the replicas' view follows the daemon's availability.
+  HeartbeatSenderOptions hb;
+  hb.cluster_id = cfg.cluster_id;
+  hb.secret = secret.value();
+  hb.kind = wire::SenderKind::kMemory;
+  hb.id = static_cast<uint32_t>(cfg.node_id);
+  hb.period = std::chrono::microseconds(cfg.fd_heartbeat_us);
+  HeartbeatSender heartbeats(std::move(hb), log.child("fd"));
+  if (Status s = heartbeats.set_targets(fd_replicas); !s) return usage_error("--fd-replicas: " + s.message());
+
   FenceTable fences(*region, cfg.threads, log.child("fence"));
   TcpDataPlane data_plane(*region, fences, cfg.threads, log.child("data"),
                           std::chrono::microseconds(cfg.busy_poll_us));
@@ -227,7 +256,18 @@ int run(const MemdConfig& cfg, const OptionSet& opts) {
            region->real_path(), region->size(), region->header().node_id, region->header().cluster_id,
            bound->to_string(), cfg.threads);
 
+  if (!fd_replicas.empty()) {
+    if (Status s = heartbeats.start(); !s) {
+      log.error("--fd-replicas: {}", s.message());
+      data_plane.stop();
+      region->mark_clean();
+      return kExitIo;
+    }
+    log.info("heartbeating {} failure-detector replica(s) every {} us", fd_replicas.size(), cfg.fd_heartbeat_us);
+  }
+
   Status served = control.serve(signals.fd());
+  heartbeats.stop();
   int code = kExitOk;
   if (!served) {
     log.error("control plane failed: {}; shutting down", served.message());

@@ -7,7 +7,9 @@
 //   return run(cfg, opts);
 //
 // run() opens (or creates) the region, starts the tcp data plane and the
-// control server, writes the port file, and serves until SIGTERM/SIGINT
+// control server, writes the port file, heartbeats the failure-detector
+// replicas named by --fd-replicas (common/heartbeat_sender.h; kind memory,
+// id = node id) and serves until SIGTERM/SIGINT
 // (received through a signalfd: no global state). Then it stops accepting,
 // lets data-plane threads finish their current batch, closes connections,
 // marks the region clean, persists, unmaps and returns kExitOk. Failures
@@ -35,6 +37,8 @@ struct MemdConfig {
   std::string log_level = "info";
   uint64_t exit_with_pid = 0;  // 0: off
   uint64_t busy_poll_us = 0;   // 0: data-plane threads sleep in epoll_wait at once
+  std::string fd_replicas;     // HOST:PORT,... of the FD replicas to heartbeat; empty: none
+  uint64_t fd_heartbeat_us = 1000;
 };
 
 // Binds every flag of pandora-memd to `cfg`.

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
-"""Writes the fuzz seed corpus: small valid data-plane frames and control
-messages of every kind. Written independently of the C++ encoders (from the
+"""Writes the fuzz seed corpus: small valid data-plane frames, control
+messages of every kind and failure-detector datagrams of every type. Written independently of the C++ encoders (from the
 layouts in common/wire/frame.h and control.h), so common_tests' SeedCorpus
 test, which decodes every seed, also cross-checks the codecs against a
 second implementation. Re-run after a wire-format change:
 
     python3 tests/fuzz/make_seeds.py
 """
+import hashlib
+import hmac
 import os
 import struct
 
@@ -15,6 +17,11 @@ FRAME_MAGIC = 0x5044
 CONTROL_MAGIC = 0x4C544350
 CONTROL_VERSION = 1
 READ, WRITE, CAS, FAA = 1, 2, 3, 4
+HEARTBEAT_MAGIC = 0x54424850
+HEARTBEAT_VERSION = 1
+# tests/fuzz/fuzz_heartbeat.cc signs with this secret for this cluster.
+FUZZ_SECRET = b"fuzz-secret"
+FUZZ_CLUSTER = 7
 
 
 def request(op, length, tag, addr, compare=0, swap=0, payload=b""):
@@ -36,6 +43,14 @@ def string(s):
 
 def region():
     return struct.pack("<QIIQQQQQ", 7, 1, 1, 1 << 26, 4096, 8192, 1 << 25, 1 << 20)
+
+
+def heartbeat(msg_type, kind, sender, seq, pids=None):
+    body = b"" if pids is None else struct.pack("<H", len(pids)) + struct.pack("<%dH" % len(pids), *pids)
+    head = struct.pack("<IHBBQIQQQH", HEARTBEAT_MAGIC, HEARTBEAT_VERSION, msg_type, kind, FUZZ_CLUSTER, sender,
+                       0x1122334455667788, seq, 1_700_000_000_000_000_000, len(body))
+    data = head + body
+    return data + hmac.new(FUZZ_SECRET, data, hashlib.sha256).digest()
 
 
 def write_all(directory, seeds):
@@ -85,6 +100,18 @@ def main():
         "13_region_info_reply": control(13, region()),
     }
     write_all(os.path.join(HERE, "seeds", "control"), messages)
+
+    COMPUTE, MEMORY, REPLICA = 1, 2, 3
+    datagrams = {
+        "1_heartbeat_compute": heartbeat(1, COMPUTE, 42, 1),
+        "1_heartbeat_memory": heartbeat(1, MEMORY, 3, 2),
+        "2_suspects_empty": heartbeat(2, REPLICA, 2, 3, []),
+        "2_suspects": heartbeat(2, REPLICA, 2, 4, [5, 6, 65535]),
+        "3_failed_push": heartbeat(3, REPLICA, 1, 5, [7]),
+        "3_failed_push_full": heartbeat(3, REPLICA, 1, 6, list(range(1, 661))),
+        "4_memory_suspects": heartbeat(4, REPLICA, 3, 7, [2]),
+    }
+    write_all(os.path.join(HERE, "seeds", "heartbeat"), datagrams)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,97 @@
+// The sending half of the failure detector's heartbeats (ARCHITECTURE.md 5,
+// step 1): a thread that sends one authenticated Heartbeat
+// (common/wire/heartbeat.h) to every FD replica each period.
+//
+// Compute nodes run one with kind kCompute and id = their pid (compute/
+// fd_link.h), memory daemons one with kind kMemory and id = their node id.
+// The incarnation is random per sender object, so a restarted process is
+// told from a replay of its predecessor; seq grows by one per round (every
+// target gets the same seq in a round: the replicas' replay guards are
+// independent).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/endpoint.h"
+#include "common/logger.h"
+#include "common/status.h"
+#include "common/udp_socket.h"
+#include "common/wire/heartbeat.h"
+
+namespace pandora {
+
+struct HeartbeatSenderOptions {
+  uint64_t cluster_id = 0;
+  std::string secret;
+  wire::SenderKind kind = wire::SenderKind::kCompute;
+  uint32_t id = 0;                             // compute pid or memory node id
+  std::chrono::microseconds period{1000};      // well below the replicas' timeout (5 ms)
+};
+
+struct HeartbeatSenderStats {
+  uint64_t rounds = 0;       // periods in which a heartbeat was built and sent
+  uint64_t sent = 0;         // datagrams handed to the kernel
+  uint64_t send_errors = 0;  // datagrams the kernel refused (buffer full, unreachable, ...)
+};
+
+class HeartbeatSender {
+ public:
+  // Nothing is sent before start(). kInvalidArgument from start() when the
+  // period is 0 or the id does not fit its kind.
+  HeartbeatSender(HeartbeatSenderOptions options, const Logger& log);
+  ~HeartbeatSender();  // stop()
+  HeartbeatSender(const HeartbeatSender&) = delete;
+  HeartbeatSender& operator=(const HeartbeatSender&) = delete;
+
+  // Starts the sending thread (no-op when running). The first heartbeat
+  // leaves at once, so a new node is heard before any replica times it out.
+  Status start();
+  // Stops and joins the thread; returns within microseconds (not a period).
+  // Idempotent; start() may be called again and continues the same
+  // incarnation and seq.
+  void stop();
+
+  // Replaces the replica list; thread-safe, effective from the next round.
+  // kInvalidArgument (and the list unchanged) when an address is not numeric
+  // or localhost; kIo when no socket of its family can be opened.
+  Status set_targets(std::vector<Endpoint> targets);
+
+  HeartbeatSenderStats stats() const;
+  uint64_t incarnation() const { return incarnation_; }
+
+ private:
+  void run();
+  void send_round();
+
+  const HeartbeatSenderOptions options_;
+  const Logger log_;
+  const uint64_t incarnation_;
+
+  mutable std::mutex mu_;  // guards everything below
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread thread_;
+  net::UniqueFd sock_v4_, sock_v6_;  // opened on demand by set_targets
+  std::vector<std::pair<Endpoint, net::UdpAddress>> targets_;
+  uint64_t seq_ = 0;
+  HeartbeatSenderStats stats_;
+  uint64_t last_error_log_ns_ = 0;
+  uint64_t errors_unlogged_ = 0;
+  std::string datagram_;  // reused buffer
+};
+
+// A random 64-bit value from getrandom(2) (incarnations). Never 0.
+uint64_t random_incarnation();
+
+// CLOCK_REALTIME (the wire's sent_ns) and CLOCK_MONOTONIC (local timeouts),
+// in nanoseconds.
+uint64_t realtime_ns();
+uint64_t monotonic_ns();
+
+}  // namespace pandora

@@ -1,0 +1,114 @@
+// UDP messages of the failure detector (ARCHITECTURE.md 5, step 1 and 5):
+//
+//   compute node / memory daemon -> every FD replica   Heartbeat (every ~1 ms)
+//   FD replica -> every other FD replica               Suspects, MemorySuspects (its view)
+//   FD leader  -> every compute node                   FailedPush (pids just published)
+//
+// Every datagram is authenticated with the cluster secret, so a stranger
+// can neither keep a dead node "alive" (forged heartbeats) nor get a live one
+// fenced (forged suspicions), nor make a compute node treat a live pid's
+// latches as stray (forged pushes):
+//
+//   u32 magic "PHBT" | u16 version | u8 type | u8 sender kind |
+//   u64 cluster id | u32 sender id | u64 incarnation | u64 seq |
+//   u64 sent_ns (sender's CLOCK_REALTIME) | u16 body len | body |
+//   mac[32] = HMAC-SHA256(secret, every byte before the mac)
+//
+// little-endian, one datagram per message, at most kMaxDatagram bytes.
+// Decoding is strict (bad magic/version/type/kind, a body that does not
+// match its type, trailing bytes, a wrong mac: all refused with a reason).
+//
+// Replays: a receiver keeps, per (kind, sender id), the incarnation and the
+// highest seq it accepted (ReplayGuard); a message whose seq is not higher is
+// refused, and so is one whose sent_ns is further than max_skew from the
+// receiver's clock (bounds replays to a receiver that lost its state).
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "common/status.h"
+
+namespace pandora::wire {
+
+inline constexpr uint32_t kHeartbeatMagic = 0x54424850;  // bytes "PHBT"
+inline constexpr uint16_t kHeartbeatVersion = 1;
+inline constexpr size_t kMaxDatagram = 1400;  // below any loopback / Ethernet MTU
+inline constexpr size_t kHeartbeatHeaderBytes = 4 + 2 + 1 + 1 + 8 + 4 + 8 + 8 + 8 + 2;  // 46
+inline constexpr size_t kHeartbeatMacBytes = 32;
+// Pids one Suspects or FailedPush message can carry.
+inline constexpr size_t kMaxPidsPerMessage = (kMaxDatagram - kHeartbeatHeaderBytes - kHeartbeatMacBytes - 2) / 2;
+
+enum class SenderKind : uint8_t {
+  kCompute = 1,   // sender id = compute pid (1..65535)
+  kMemory = 2,    // sender id = memory node id
+  kReplica = 3,   // sender id = FD replica id (1..N)
+};
+
+enum class HeartbeatType : uint8_t {
+  kHeartbeat = 1,   // no body
+  kSuspects = 2,    // body: u16 count | u16 pids[count]: compute pids this replica has missed for the timeout
+  kFailedPush = 3,  // body: u16 count | u16 pids[count]: pids whose recovery was just published
+  kMemorySuspects = 4,  // body as kSuspects, but memory node ids this replica has missed
+};
+
+struct HeartbeatHeader {
+  HeartbeatType type = HeartbeatType::kHeartbeat;
+  SenderKind kind = SenderKind::kCompute;
+  uint64_t cluster_id = 0;
+  uint32_t sender = 0;
+  uint64_t incarnation = 0;  // random per process start
+  uint64_t seq = 0;          // strictly increasing per (kind, sender, incarnation)
+  uint64_t sent_ns = 0;      // CLOCK_REALTIME at the sender
+};
+
+struct HeartbeatMessage {
+  HeartbeatHeader header;
+  std::vector<uint16_t> pids;  // kSuspects, kFailedPush; empty for kHeartbeat
+};
+
+// Appends the authenticated datagram for `m` to `out`. kInvalidArgument when
+// the pids do not fit one datagram (split them) or a heartbeat carries pids.
+Status encode_heartbeat(std::string& out, const HeartbeatMessage& m, std::string_view secret);
+
+// Checks structure, cluster id and mac (constant time). Errors: kProtocol
+// (malformed, with what is wrong), kAuthFailed (mac or cluster id).
+Result<HeartbeatMessage> decode_heartbeat(std::span<const uint8_t> datagram, std::string_view secret,
+                                          uint64_t cluster_id);
+
+// Per-receiver replay filter (not thread-safe: one per receiving thread).
+//
+// A new incarnation must also be newer in time than the last accepted message
+// of the sender (its sent_ns is higher): otherwise a recorded message of an
+// old incarnation could be replayed after the restart and flip the guard back
+// to it, and the two incarnations would then both be "new" alternately.
+class ReplayGuard {
+ public:
+  explicit ReplayGuard(std::chrono::milliseconds max_skew = std::chrono::milliseconds(2000)) : max_skew_(max_skew) {}
+
+  // Accepts `h` (and remembers its seq) or says why not: kProtocol "replayed
+  // or reordered (seq N <= last M)", "stale (sent X ms ago)", "from the
+  // future". A new incarnation of a known sender is accepted and replaces
+  // the old one (a restarted replica or daemon; compute pids are never
+  // re-issued).
+  Status accept(const HeartbeatHeader& h, uint64_t now_realtime_ns);
+
+ private:
+  struct Last {
+    uint64_t incarnation = 0;
+    uint64_t seq = 0;
+    uint64_t sent_ns = 0;
+  };
+  std::chrono::milliseconds max_skew_;
+  std::map<std::pair<SenderKind, uint32_t>, Last> last_;
+};
+
+}  // namespace pandora::wire

@@ -1,0 +1,330 @@
+#include "recovery/fd/detector.h"
+
+#include <poll.h>
+#include <time.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/heartbeat_sender.h"
+
+namespace pandora::fd {
+namespace {
+
+// Datagrams handled per wakeup before the tick is checked again: a flood of
+// garbage must not starve the suspicion reports.
+constexpr int kReceiveBatch = 256;
+
+uint64_t ns_of(std::chrono::microseconds d) { return static_cast<uint64_t>(d.count()) * 1000; }
+
+const char* kind_name(wire::SenderKind k) {
+  switch (k) {
+    case wire::SenderKind::kCompute: return "compute node";
+    case wire::SenderKind::kMemory: return "memory node";
+    case wire::SenderKind::kReplica: return "replica";
+  }
+  return "node";
+}
+
+std::span<const uint8_t> bytes_of(const std::string& s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+
+MonitorOptions monitor_options(const DetectorOptions& o) {
+  MonitorOptions m;
+  m.self = o.replica_id;
+  m.replicas = o.replicas;
+  m.timeout_ns = ns_of(o.timeout);
+  m.report_ttl_ns = o.report_ttl.count() > 0 ? ns_of(o.report_ttl) : 3 * ns_of(o.tick);
+  return m;
+}
+
+}  // namespace
+
+Detector::Detector(DetectorOptions options, const Logger& log)
+    : options_(std::move(options)),
+      log_(log),
+      incarnation_(random_incarnation()),
+      receiver_(options_.cluster_id, options_.secret, options_.max_skew, log),
+      monitor_(monitor_options(options_)) {}
+
+Result<std::unique_ptr<Detector>> Detector::start(DetectorOptions options, const Logger& log) {
+  if (options.replicas == 0 || options.replica_id == 0 || options.replica_id > options.replicas) {
+    return Status(Errc::kInvalidArgument, fmt::format("replica id {} is not within 1..{} (the replica count)",
+                                                      options.replica_id, options.replicas));
+  }
+  if (options.tick.count() <= 0 || options.tick >= options.timeout) {
+    return Status(Errc::kInvalidArgument, fmt::format("tick ({} us) must be positive and below the timeout ({} us)",
+                                                      options.tick.count(), options.timeout.count()));
+  }
+  if (options.secret.empty()) return Status(Errc::kInvalidArgument, "the cluster secret is empty");
+  std::unique_ptr<Detector> d(new Detector(std::move(options), log));
+  Result<net::UniqueFd> sock = net::bind_udp(d->options_.bind, &d->port_);
+  if (!sock) return sock.status();
+  d->sock_ = std::move(sock.value());
+  Result<net::UniqueFd> wakeup = net::open_wakeup();
+  if (!wakeup) return wakeup.status();
+  d->wakeup_ = std::move(wakeup.value());
+  d->thread_ = std::thread([p = d.get()] { p->run(); });
+  d->log_.info("replica {} of {} listening on {}:{} (timeout {} us, tick {} us)", d->options_.replica_id,
+               d->options_.replicas, d->options_.bind.host, d->port_, d->options_.timeout.count(),
+               d->options_.tick.count());
+  return d;
+}
+
+Detector::~Detector() {
+  stopping_.store(true);
+  if (wakeup_.valid()) net::wake(wakeup_.get());
+  if (thread_.joinable()) thread_.join();
+  failed_cv_.notify_all();
+}
+
+Status Detector::set_peers(std::map<uint32_t, Endpoint> peers) {
+  std::map<uint32_t, std::pair<Endpoint, net::UdpAddress>> resolved;
+  for (auto& [id, ep] : peers) {
+    if (id == 0 || id > options_.replicas || id == options_.replica_id) {
+      return Status(Errc::kInvalidArgument, fmt::format("peer replica id {} is not another replica of 1..{}", id,
+                                                        options_.replicas));
+    }
+    Result<net::UdpAddress> a = net::udp_address(ep);
+    if (!a) return Status(Errc::kInvalidArgument, fmt::format("peer replica {}: {}", id, a.status().message()));
+    resolved.emplace(id, std::pair{std::move(ep), *a});
+  }
+  std::lock_guard lock(mu_);
+  peers_ = std::move(resolved);
+  return Status::ok();
+}
+
+void Detector::watch(wire::SenderKind kind, uint32_t id) {
+  std::lock_guard lock(mu_);
+  monitor_.watch(NodeKey{kind, id}, monotonic_ns());
+}
+
+void Detector::unwatch(wire::SenderKind kind, uint32_t id) {
+  std::lock_guard lock(mu_);
+  monitor_.unwatch(NodeKey{kind, id});
+  failed_.erase(NodeKey{kind, id});
+}
+
+std::vector<FailedNode> Detector::wait_failed(std::chrono::milliseconds max_wait) {
+  std::unique_lock lock(mu_);
+  failed_cv_.wait_for(lock, max_wait, [this] { return !failed_.empty() || stopping_.load(); });
+  std::vector<FailedNode> out;
+  out.reserve(failed_.size());
+  for (const auto& [key, node] : failed_) out.push_back(node);
+  return out;
+}
+
+DetectorStats Detector::stats() const {
+  DetectorStats s;
+  {
+    std::lock_guard lock(mu_);
+    s = stats_;
+  }
+  s.rejected = receiver_.counts();
+  return s;
+}
+
+Status Detector::encode(std::string& out, wire::HeartbeatType type, std::span<const uint16_t> pids) {
+  wire::HeartbeatMessage m;
+  m.header.type = type;
+  m.header.kind = wire::SenderKind::kReplica;
+  m.header.cluster_id = options_.cluster_id;
+  m.header.sender = options_.replica_id;
+  m.header.incarnation = incarnation_;
+  m.header.seq = seq_.fetch_add(1) + 1;
+  m.header.sent_ns = realtime_ns();
+  m.pids.assign(pids.begin(), pids.end());
+  out.clear();
+  return wire::encode_heartbeat(out, m, options_.secret);
+}
+
+Status Detector::send_to(const net::UdpAddress& to, const std::string& datagram) {
+  return net::send_datagram(sock_.get(), to, bytes_of(datagram));
+}
+
+Status Detector::push_failed(std::span<const Endpoint> to, std::span<const uint16_t> pids) {
+  std::vector<net::UdpAddress> targets;
+  for (const Endpoint& ep : to) {
+    Result<net::UdpAddress> a = net::udp_address(ep);
+    if (!a) {
+      return Status(Errc::kInvalidArgument, fmt::format("push target {}: {}", ep.to_string(), a.status().message()));
+    }
+    targets.push_back(*a);
+  }
+  std::lock_guard push_lock(push_mu_);
+  Status first_error;
+  uint64_t sent = 0, errors = 0;
+  std::string datagram;
+  for (size_t at = 0; at < pids.size(); at += wire::kMaxPidsPerMessage) {
+    const auto chunk = pids.subspan(at, std::min(wire::kMaxPidsPerMessage, pids.size() - at));
+    if (Status s = encode(datagram, wire::HeartbeatType::kFailedPush, chunk); !s) return s;
+    for (const net::UdpAddress& a : targets) {
+      if (Status s = send_to(a, datagram); s) {
+        ++sent;
+      } else {
+        ++errors;
+        if (first_error.is_ok()) first_error = Status(Errc::kIo, fmt::format("failed-pid push to {}: {}",
+                                                                     net::describe_address(a.ss, a.len), s.message()));
+      }
+    }
+  }
+  std::lock_guard lock(mu_);
+  stats_.pushes_sent += sent;
+  stats_.send_errors += errors;
+  return first_error;
+}
+
+void Detector::run() {
+  uint64_t next_tick = monotonic_ns() + ns_of(options_.tick);
+  pollfd fds[2] = {{sock_.get(), POLLIN, 0}, {wakeup_.get(), POLLIN, 0}};
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    const uint64_t now = monotonic_ns();
+    if (now >= next_tick) {
+      next_tick = tick(now);
+      continue;
+    }
+    const uint64_t wait = next_tick - now;
+    timespec ts{static_cast<time_t>(wait / 1'000'000'000ull), static_cast<long>(wait % 1'000'000'000ull)};
+    fds[0].revents = fds[1].revents = 0;
+    const int rc = ::ppoll(fds, 2, &ts, nullptr);
+    if (rc > 0 && fds[0].revents != 0) receive_all();
+  }
+}
+
+void Detector::receive_all() {
+  // One byte more than the largest valid datagram, so an oversized one is
+  // seen as such by the decoder rather than cut to a valid length.
+  std::array<uint8_t, wire::kMaxDatagram + 1> buf;
+  uint64_t received = 0;
+  for (int i = 0; i < kReceiveBatch; ++i) {
+    sockaddr_storage from{};
+    socklen_t from_len = 0;
+    const ssize_t n = net::recv_datagram(sock_.get(), buf, &from, &from_len);
+    if (n < 0) break;
+    ++received;
+    std::optional<wire::HeartbeatMessage> m =
+        receiver_.accept(std::span<const uint8_t>(buf.data(), static_cast<size_t>(n)), from, from_len);
+    if (m) handle(*m, from, from_len, monotonic_ns());
+  }
+  std::lock_guard lock(mu_);
+  stats_.datagrams += received;
+}
+
+void Detector::handle(const wire::HeartbeatMessage& m, const sockaddr_storage& from, socklen_t from_len,
+                      uint64_t now) {
+  const wire::HeartbeatHeader& h = m.header;
+  switch (h.type) {
+    case wire::HeartbeatType::kHeartbeat: {
+      if (h.kind == wire::SenderKind::kReplica) break;
+      std::lock_guard lock(mu_);
+      if (monitor_.heard(NodeKey{h.kind, h.sender}, now)) {
+        ++stats_.heartbeats;
+      } else {
+        ++stats_.heartbeats_unwatched;
+      }
+      return;
+    }
+    case wire::HeartbeatType::kSuspects:
+    case wire::HeartbeatType::kMemorySuspects: {
+      if (h.kind != wire::SenderKind::kReplica) break;
+      std::unique_lock lock(mu_);
+      if (!peers_.contains(h.sender)) {
+        lock.unlock();
+        receiver_.reject(RejectReason::kUnexpected,
+                         fmt::format("suspicion report from replica {}, which is not a peer of replica {}", h.sender,
+                                     options_.replica_id),
+                         from, from_len);
+        return;
+      }
+      const std::vector<uint32_t> ids(m.pids.begin(), m.pids.end());
+      monitor_.report(h.sender,
+                      h.type == wire::HeartbeatType::kSuspects ? wire::SenderKind::kCompute : wire::SenderKind::kMemory,
+                      ids, now);
+      ++stats_.reports_received;
+      evaluate_locked(now);
+      return;
+    }
+    case wire::HeartbeatType::kFailedPush:
+      break;
+  }
+  receiver_.reject(RejectReason::kUnexpected,
+                   fmt::format("message type {} from a {} is not for a replica", static_cast<int>(h.type),
+                               kind_name(h.kind)),
+                   from, from_len);
+}
+
+uint64_t Detector::tick(uint64_t now) {
+  const uint64_t tick_ns = ns_of(options_.tick);
+  std::vector<uint16_t> compute, memory;
+  std::vector<net::UdpAddress> targets;
+  size_t dropped = 0;
+  uint64_t next_suspicion = UINT64_MAX;
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.ticks;
+    next_suspicion = monitor_.next_suspicion(now);
+    for (const NodeKey& k : monitor_.local_suspects(now)) {
+      std::vector<uint16_t>& ids = k.kind == wire::SenderKind::kMemory ? memory : compute;
+      // Ids beyond u16 are not compute pids or memory node ids: watch() was
+      // given a bad id; a report cannot name it.
+      if (k.kind == wire::SenderKind::kReplica || k.id > 0xffff || ids.size() == wire::kMaxPidsPerMessage) {
+        ++dropped;
+        continue;
+      }
+      ids.push_back(static_cast<uint16_t>(k.id));
+    }
+    evaluate_locked(now);
+    for (const auto& [id, peer] : peers_) targets.push_back(peer.second);
+  }
+  if (dropped != 0) log_.debug("{} suspects left out of this tick's reports", dropped);
+
+  std::string datagram;
+  uint64_t sent = 0, errors = 0;
+  for (auto [type, ids, reported] : {std::tuple{wire::HeartbeatType::kSuspects, &compute, &reported_compute_},
+                                     std::tuple{wire::HeartbeatType::kMemorySuspects, &memory, &reported_memory_}}) {
+    // Also the first empty set after a non-empty one, so peers stop counting
+    // this replica's vote at once instead of after the report ttl.
+    if (ids->empty() && !*reported) continue;
+    *reported = !ids->empty();
+    if (targets.empty()) continue;
+    if (Status s = encode(datagram, type, *ids); !s) {
+      log_.error("cannot encode a suspicion report: {}", s.to_string());
+      continue;
+    }
+    for (const net::UdpAddress& a : targets) {
+      if (send_to(a, datagram)) {
+        ++sent;
+      } else {
+        ++errors;
+      }
+    }
+  }
+  if (sent != 0 || errors != 0) {
+    std::lock_guard lock(mu_);
+    stats_.reports_sent += sent;
+    stats_.send_errors += errors;
+  }
+  // Reporting (or about to send the final empty report): every tick.
+  // Otherwise nothing changes before the earliest node could time out; a
+  // node watched meanwhile times out no earlier than a timeout from now.
+  if (reported_compute_ || reported_memory_) return now + tick_ns;
+  return std::max(now + tick_ns, std::min(next_suspicion, now + ns_of(options_.timeout)));
+}
+
+void Detector::evaluate_locked(uint64_t now) {
+  bool any = false;
+  for (const NodeKey& k : monitor_.failed(now)) {
+    if (failed_.contains(k)) continue;
+    const uint64_t last = monitor_.last_heard(k).value_or(0);
+    failed_.emplace(k, FailedNode{k.kind, k.id, now, last});
+    ++stats_.failed_detected;
+    any = true;
+    log_.info("{} {} failed: suspected by {} of {} replicas, last heard here {} us ago", kind_name(k.kind), k.id,
+              monitor_.votes(k, now), options_.replicas, (now - last) / 1000);
+  }
+  if (any) failed_cv_.notify_all();
+}
+
+}  // namespace pandora::fd

@@ -1,0 +1,151 @@
+// One failure-detector replica's network loop (ARCHITECTURE.md 5, step 1;
+// seed 4.3.2.2 step 1 and 4.3.2.4).
+//
+// A Detector owns one UDP socket bound on a loopback endpoint and one thread.
+// The thread receives datagrams (heartbeats of compute nodes and memory
+// daemons, Suspects reports of the other replicas), authenticates them
+// (common/heartbeat_receiver.h) and feeds them to a FailureMonitor; every
+// tick it evaluates its own suspicion and, while its suspect set is not
+// empty (and once more when it becomes empty), sends it to every peer
+// replica. A watched node is failed when a majority of the N replicas
+// suspect it; the decision is then latched (failure is a decision, not a
+// state: the node is about to be fenced) and reported by wait_failed() until
+// the caller unwatches it.
+//
+// The thread sleeps in ppoll between ticks (no busy polling), and while no
+// node is suspected it skips the ticks until the earliest moment one could
+// be (it still wakes for each datagram): three replicas and a cluster share
+// two cores in the tests.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/endpoint.h"
+#include "common/heartbeat_receiver.h"
+#include "common/logger.h"
+#include "common/status.h"
+#include "common/udp_socket.h"
+#include "common/wire/heartbeat.h"
+#include "recovery/fd/failure_monitor.h"
+
+namespace pandora::fd {
+
+struct DetectorOptions {
+  uint64_t cluster_id = 0;
+  std::string secret;
+  uint32_t replica_id = 1;                    // 1..replicas
+  uint32_t replicas = 3;                      // N
+  Endpoint bind{"127.0.0.1", 0};              // port 0 picks one (port() tells)
+  std::chrono::microseconds timeout{5000};    // silence before this replica suspects a node
+  std::chrono::microseconds tick{250};        // suspicion evaluated and reported this often
+  std::chrono::microseconds report_ttl{0};    // how long a peer's report counts; 0 = 3 x tick
+  std::chrono::milliseconds max_skew{2000};   // replay guard: accepted |sender clock - ours|
+};
+
+struct FailedNode {
+  wire::SenderKind kind = wire::SenderKind::kCompute;
+  uint32_t id = 0;
+  uint64_t detected_mono_ns = 0;    // CLOCK_MONOTONIC when a majority was first seen
+  uint64_t last_heard_mono_ns = 0;  // CLOCK_MONOTONIC of its last heartbeat here (or of watch())
+};
+
+struct DetectorStats {
+  uint64_t datagrams = 0;             // received, valid or not
+  uint64_t heartbeats = 0;            // authentic heartbeats of watched nodes
+  uint64_t heartbeats_unwatched = 0;  // authentic heartbeats of nodes not watched (dropped)
+  uint64_t reports_received = 0;      // authentic Suspects / MemorySuspects of a peer
+  uint64_t reports_sent = 0;
+  uint64_t pushes_sent = 0;           // FailedPush datagrams
+  uint64_t send_errors = 0;
+  uint64_t failed_detected = 0;       // nodes that reached a majority
+  uint64_t ticks = 0;
+  RejectCounts rejected;              // refused datagrams by reason
+};
+
+class Detector {
+ public:
+  // Binds the socket and starts the thread. kInvalidArgument for bad options
+  // (replica id outside 1..N, tick 0 or not below the timeout, non-numeric
+  // bind address), kIo when the socket cannot be bound.
+  static Result<std::unique_ptr<Detector>> start(DetectorOptions options, const Logger& log);
+  ~Detector();  // stops and joins the thread
+  Detector(const Detector&) = delete;
+  Detector& operator=(const Detector&) = delete;
+
+  uint16_t port() const { return port_; }
+  uint64_t incarnation() const { return incarnation_; }
+
+  // The other replicas by replica id (replaces the previous map). Reports
+  // are sent to them and accepted only from them. kInvalidArgument (map
+  // unchanged) for this replica's own id, an id outside 1..N or a
+  // non-numeric address.
+  Status set_peers(std::map<uint32_t, Endpoint> peers);
+
+  // Starts / stops watching a node. A newly watched node counts as heard
+  // now. unwatch also forgets a failure already detected.
+  void watch(wire::SenderKind kind, uint32_t id);
+  void unwatch(wire::SenderKind kind, uint32_t id);
+
+  // Blocks up to max_wait until some watched node is failed by a majority;
+  // returns them (each reported again on every call while it stays watched:
+  // the caller unwatches it once handled). Empty on timeout.
+  std::vector<FailedNode> wait_failed(std::chrono::milliseconds max_wait);
+
+  // Sends authenticated FailedPush messages from this replica carrying
+  // `pids` (split over several datagrams when needed) to every endpoint of
+  // `to` (compute nodes' push listeners). Best effort, as UDP is: the
+  // ZooKeeper record is the reliable path. kInvalidArgument for a
+  // non-numeric address; kIo when some datagram could not be sent (the
+  // others still were).
+  Status push_failed(std::span<const Endpoint> to, std::span<const uint16_t> pids);
+
+  DetectorStats stats() const;
+
+ private:
+  Detector(DetectorOptions options, const Logger& log);
+  void run();
+  void receive_all();
+  void handle(const wire::HeartbeatMessage& m, const sockaddr_storage& from, socklen_t from_len, uint64_t now);
+  // Evaluates and reports; returns when the next tick is needed.
+  uint64_t tick(uint64_t now);
+  // With mu_ held: latches nodes the monitor now finds failed.
+  void evaluate_locked(uint64_t now);
+  // Encodes one message from this replica (next seq) into out.
+  Status encode(std::string& out, wire::HeartbeatType type, std::span<const uint16_t> pids);
+  Status send_to(const net::UdpAddress& to, const std::string& datagram);
+
+  const DetectorOptions options_;
+  const Logger log_;
+  const uint64_t incarnation_;
+  net::UniqueFd sock_;
+  net::UniqueFd wakeup_;
+  uint16_t port_ = 0;
+  std::atomic<uint64_t> seq_{0};
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+  std::mutex push_mu_;  // serialises push_failed: one receiver must see its seqs in order
+
+  // Receiving thread only.
+  HeartbeatReceiver receiver_;
+  bool reported_compute_ = false;  // last report sent was non-empty
+  bool reported_memory_ = false;
+
+  mutable std::mutex mu_;  // guards everything below
+  std::condition_variable failed_cv_;
+  FailureMonitor monitor_;
+  std::map<uint32_t, std::pair<Endpoint, net::UdpAddress>> peers_;
+  std::map<NodeKey, FailedNode> failed_;
+  DetectorStats stats_;
+};
+
+}  // namespace pandora::fd

@@ -1,0 +1,472 @@
+// Detector replicas, HeartbeatSender, FdLink and pandora-memd heartbeats
+// over loopback UDP. Every wait is bounded by a deadline on a condition
+// (wait_failed, or polling a counter); none sleeps and hopes.
+#include "recovery/fd/detector.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "common/heartbeat_sender.h"
+#include "common/udp_socket.h"
+#include "compute/fd_link.h"
+#include "tests/support/memd_process.h"
+
+namespace pandora::fd {
+namespace {
+
+using namespace std::chrono_literals;
+using wire::SenderKind;
+
+constexpr uint64_t kCluster = 0x5eed;
+const std::string kSecret = "test-secret";  // also what MemdProcess writes to its secret file
+
+Logger quiet() { return Logger("fd-test", LogLevel::kError); }
+
+// Polls `pred` until it holds or `limit` passes; true if it held.
+bool eventually(const std::function<bool()>& pred, std::chrono::milliseconds limit = 2000ms) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(200us);
+  }
+  return pred();
+}
+
+Endpoint loopback(uint16_t port) { return Endpoint{"127.0.0.1", port}; }
+
+// Tests that need a live node to stay live use this timeout instead of the
+// 5 ms default: ctest runs them in parallel with fuzzers and daemons on two
+// cores, and a sender or replica thread descheduled for 5 ms is load, not a
+// bug in the code under test. The heartbeats still come every millisecond.
+constexpr auto kLoadTolerantTimeout = std::chrono::microseconds(100'000);
+
+// N replicas on loopback, each knowing the others.
+class Replicas {
+ public:
+  explicit Replicas(uint32_t n, std::chrono::microseconds timeout = 5000us, const Logger& log = quiet()) {
+    for (uint32_t id = 1; id <= n; ++id) {
+      DetectorOptions o;
+      o.cluster_id = kCluster;
+      o.secret = kSecret;
+      o.replica_id = id;
+      o.replicas = n;
+      o.timeout = timeout;
+      Result<std::unique_ptr<Detector>> d = Detector::start(o, log);
+      if (!d) throw std::runtime_error(d.status().to_string());
+      detectors_.push_back(std::move(d.value()));
+    }
+    for (uint32_t id = 1; id <= n; ++id) {
+      std::map<uint32_t, Endpoint> peers;
+      for (uint32_t other = 1; other <= n; ++other) {
+        if (other != id) peers[other] = loopback(at(other).port());
+      }
+      if (Status s = at(id).set_peers(peers); !s) throw std::runtime_error(s.to_string());
+    }
+  }
+  Detector& at(uint32_t id) { return *detectors_[id - 1]; }
+  std::vector<Endpoint> endpoints() const {
+    std::vector<Endpoint> out;
+    for (const auto& d : detectors_) out.push_back(loopback(d->port()));
+    return out;
+  }
+  void watch(SenderKind k, uint32_t id) {
+    for (auto& d : detectors_) d->watch(k, id);
+  }
+  size_t size() const { return detectors_.size(); }
+
+ private:
+  std::vector<std::unique_ptr<Detector>> detectors_;
+};
+
+std::unique_ptr<HeartbeatSender> sender(SenderKind kind, uint32_t id, const std::vector<Endpoint>& to,
+                                        std::string secret = kSecret) {
+  auto s = std::make_unique<HeartbeatSender>(HeartbeatSenderOptions{kCluster, std::move(secret), kind, id, 1000us},
+                                             quiet());
+  EXPECT_TRUE(s->set_targets(to));
+  EXPECT_TRUE(s->start());
+  return s;
+}
+
+// A raw UDP socket for a stranger's (or a replayer's) datagrams.
+class RawSocket {
+ public:
+  RawSocket() : fd_(std::move(net::open_udp(AF_INET).value())) {}
+  void send(const std::string& datagram, uint16_t port) {
+    Result<net::UdpAddress> a = net::udp_address(loopback(port));
+    ASSERT_TRUE(net::send_datagram(fd_.get(), *a,
+                                   {reinterpret_cast<const uint8_t*>(datagram.data()), datagram.size()}));
+  }
+
+ private:
+  net::UniqueFd fd_;
+};
+
+std::string datagram(wire::HeartbeatType type, SenderKind kind, uint32_t sender, uint64_t seq,
+                     std::vector<uint16_t> pids = {}, const std::string& secret = kSecret,
+                     uint64_t incarnation = 0xabcdef) {
+  wire::HeartbeatMessage m;
+  m.header = wire::HeartbeatHeader{type, kind, kCluster, sender, incarnation, seq, realtime_ns()};
+  m.pids = std::move(pids);
+  std::string out;
+  EXPECT_TRUE(wire::encode_heartbeat(out, m, secret));
+  return out;
+}
+
+bool contains(const std::vector<FailedNode>& v, SenderKind kind, uint32_t id) {
+  return std::any_of(v.begin(), v.end(), [&](const FailedNode& f) { return f.kind == kind && f.id == id; });
+}
+
+TEST(Detector, RejectsBadOptions) {
+  DetectorOptions o;
+  o.cluster_id = kCluster;
+  o.secret = kSecret;
+  o.replica_id = 4;
+  EXPECT_EQ(Detector::start(o, quiet()).status().code(), Errc::kInvalidArgument);
+  o.replica_id = 1;
+  o.tick = 5000us;
+  EXPECT_EQ(Detector::start(o, quiet()).status().code(), Errc::kInvalidArgument);
+  o.tick = 250us;
+  o.bind = Endpoint{"example.org", 0};
+  EXPECT_EQ(Detector::start(o, quiet()).status().code(), Errc::kInvalidArgument);
+  o.bind = loopback(0);
+  Result<std::unique_ptr<Detector>> d = Detector::start(o, quiet());
+  ASSERT_TRUE(d) << d.status().to_string();
+  EXPECT_NE((*d)->port(), 0);
+  EXPECT_EQ((*d)->set_peers({{1, loopback(1)}}).code(), Errc::kInvalidArgument);  // itself
+  EXPECT_EQ((*d)->set_peers({{4, loopback(1)}}).code(), Errc::kInvalidArgument);  // no replica 4 of 3
+}
+
+TEST(Detector, LiveNodeIsNeverFailed) {
+  Replicas r(3, kLoadTolerantTimeout);
+  r.watch(SenderKind::kCompute, 42);
+  auto s = sender(SenderKind::kCompute, 42, r.endpoints());
+  // A second of a live node: ten timeouts and a thousand heartbeats.
+  const auto end = std::chrono::steady_clock::now() + 1000ms;
+  while (std::chrono::steady_clock::now() < end) {
+    for (uint32_t id = 1; id <= 3; ++id) {
+      std::vector<FailedNode> f = r.at(id).wait_failed(50ms);
+      ASSERT_TRUE(f.empty()) << "replica " << id << " failed a live node " << f[0].id;
+    }
+  }
+  for (uint32_t id = 1; id <= 3; ++id) {
+    DetectorStats st = r.at(id).stats();
+    EXPECT_GT(st.heartbeats, 300u) << "replica " << id;
+    EXPECT_EQ(st.failed_detected, 0u);
+    EXPECT_EQ(st.rejected.auth + st.rejected.malformed + st.rejected.replay + st.rejected.unexpected, 0u);
+  }
+  EXPECT_GT(s->stats().sent, 900u);
+  EXPECT_EQ(s->stats().send_errors, 0u);
+}
+
+// Stops a live node's sender and measures when each replica detects it.
+// Returns the latencies (stop -> detection) in microseconds, empty when the
+// node was failed while still alive (a false positive: with the 5 ms timeout
+// that only happens when the machine is overloaded, see
+// kLoadTolerantTimeout). *since_last receives (last heartbeat heard ->
+// detection).
+std::vector<double> detect_stop(Replicas& r, uint32_t pid, std::vector<double>* since_last = nullptr) {
+  r.watch(SenderKind::kCompute, pid);
+  auto s = sender(SenderKind::kCompute, pid, r.endpoints());
+  EXPECT_TRUE(eventually([&] { return r.at(1).stats().heartbeats > 5; }));
+  bool false_positive = false;
+  for (uint32_t id = 1; id <= r.size(); ++id) false_positive |= !r.at(id).wait_failed(0ms).empty();
+  s->stop();
+  const uint64_t stopped = monotonic_ns();
+  std::vector<double> latencies, since;
+  // Every replica decides before any unwatches: a replica decides on its own
+  // view plus the fresh reports of the others, which stop once they unwatch.
+  for (uint32_t id = 1; id <= r.size(); ++id) {
+    std::vector<FailedNode> f = r.at(id).wait_failed(2000ms);
+    EXPECT_TRUE(contains(f, SenderKind::kCompute, pid)) << "replica " << id << " did not detect pid " << pid;
+    for (const FailedNode& n : f) {
+      if (n.id != pid) continue;
+      false_positive |= n.detected_mono_ns < stopped;
+      latencies.push_back(static_cast<double>(n.detected_mono_ns - std::min(n.detected_mono_ns, stopped)) / 1000.0);
+      since.push_back(static_cast<double>(n.detected_mono_ns - n.last_heard_mono_ns) / 1000.0);
+    }
+  }
+  for (uint32_t id = 1; id <= r.size(); ++id) {
+    r.at(id).unwatch(SenderKind::kCompute, pid);
+    EXPECT_TRUE(r.at(id).wait_failed(0ms).empty()) << "unwatch forgets the failure";
+  }
+  if (false_positive) return {};
+  if (since_last) since_last->insert(since_last->end(), since.begin(), since.end());
+  return latencies;
+}
+
+TEST(Detector, StoppedNodeIsFailedByMajorityAndLatencyIsMeasured) {
+  Replicas r(3);
+  std::vector<double> all, since_last;
+  int clean = 0, false_positives = 0;
+  for (uint32_t pid = 100; pid < 120 && clean < 7; ++pid) {
+    std::vector<double> l = detect_stop(r, pid, &since_last);
+    if (l.empty()) {
+      ++false_positives;
+      continue;
+    }
+    ASSERT_EQ(l.size(), 3u);
+    all.insert(all.end(), l.begin(), l.end());
+    ++clean;
+  }
+  ASSERT_GE(clean, 3) << false_positives << " rounds failed a live node (5 ms timeout)";
+  std::sort(all.begin(), all.end());
+  std::sort(since_last.begin(), since_last.end());
+  std::printf("detection latency (timeout 5 ms, heartbeat 1 ms, tick 250 us, 3 replicas, %zu samples, %d rounds "
+              "discarded as false positives under load): sender stopped -> replica decides: min %.0f us, median "
+              "%.0f us, max %.0f us; last heartbeat heard -> decides: median %.0f us, max %.0f us\n",
+              all.size(), false_positives, all.front(), all[all.size() / 2], all.back(),
+              since_last[since_last.size() / 2], since_last.back());
+  EXPECT_LT(all[all.size() / 2], 100'000.0);  // the median, far inside the 2 s bound
+}
+
+TEST(Detector, SingleReplicaDecidesAlone) {
+  Replicas r(1);
+  r.watch(SenderKind::kCompute, 7);
+  auto s = sender(SenderKind::kCompute, 7, r.endpoints());
+  ASSERT_TRUE(eventually([&] { return r.at(1).stats().heartbeats > 5; }));
+  s->stop();
+  EXPECT_TRUE(contains(r.at(1).wait_failed(2000ms), SenderKind::kCompute, 7));
+  EXPECT_EQ(r.at(1).stats().reports_sent, 0u);
+}
+
+TEST(Detector, ForgedAndReplayedHeartbeatsDoNotKeepADeadNodeAlive) {
+  Replicas r(3);
+  r.watch(SenderKind::kCompute, 9);
+  const uint64_t watched = monotonic_ns();
+  // One authentic heartbeat, which the replicas accept, then a stranger
+  // keeps sending forged ones (wrong secret) and replays of the authentic
+  // one: neither may refresh the node.
+  const std::string authentic = datagram(wire::HeartbeatType::kHeartbeat, SenderKind::kCompute, 9, 1);
+  const std::string forged_secret = datagram(wire::HeartbeatType::kHeartbeat, SenderKind::kCompute, 9, 2, {}, "guess");
+  RawSocket raw;
+  for (const Endpoint& ep : r.endpoints()) raw.send(authentic, ep.port);
+  std::atomic<bool> stop{false};
+  std::thread stranger([&] {
+    uint64_t seq = 2;
+    while (!stop.load()) {
+      for (const Endpoint& ep : r.endpoints()) {
+        raw.send(authentic, ep.port);
+        raw.send(datagram(wire::HeartbeatType::kHeartbeat, SenderKind::kCompute, 9, ++seq, {}, "guess"), ep.port);
+        raw.send(forged_secret, ep.port);
+      }
+      std::this_thread::sleep_for(500us);
+    }
+  });
+  std::vector<FailedNode> f = r.at(1).wait_failed(2000ms);
+  const uint64_t detected = monotonic_ns();
+  stop.store(true);
+  stranger.join();
+  ASSERT_TRUE(contains(f, SenderKind::kCompute, 9));
+  EXPECT_LT(detected - watched, 1'000'000'000ull);
+  for (uint32_t id = 1; id <= 3; ++id) {
+    DetectorStats st = r.at(id).stats();
+    EXPECT_EQ(st.heartbeats, 1u) << "replica " << id << " accepted more than the one authentic heartbeat";
+    EXPECT_GT(st.rejected.auth, 0u);
+    EXPECT_GT(st.rejected.replay, 0u);
+    EXPECT_TRUE(contains(r.at(id).wait_failed(2000ms), SenderKind::kCompute, 9)) << "replica " << id;
+  }
+}
+
+TEST(Detector, ForgedSuspicionsDoNotFailALiveNode) {
+  // Replica 1 alone, with peers 2 and 3 that it reports to but that are
+  // played by a stranger. Two forged reports naming the live node would be
+  // a majority of three if they counted.
+  DetectorOptions o;
+  o.cluster_id = kCluster;
+  o.secret = kSecret;
+  o.replica_id = 1;
+  o.timeout = kLoadTolerantTimeout;
+  Result<std::unique_ptr<Detector>> d = Detector::start(o, quiet());
+  ASSERT_TRUE(d) << d.status().to_string();
+  Detector& det = **d;
+  RawSocket raw;
+  ASSERT_TRUE(det.set_peers({{2, loopback(9)}, {3, loopback(9)}}));
+  det.watch(SenderKind::kCompute, 11);
+  auto s = sender(SenderKind::kCompute, 11, {loopback(det.port())});
+
+  uint64_t seq = 0;
+  auto send_reports = [&](const std::string& secret, std::chrono::milliseconds for_how_long) {
+    const auto end = std::chrono::steady_clock::now() + for_how_long;
+    while (std::chrono::steady_clock::now() < end) {
+      for (uint32_t from : {2u, 3u}) {
+        raw.send(datagram(wire::HeartbeatType::kSuspects, SenderKind::kReplica, from, ++seq, {11}, secret), det.port());
+      }
+      std::vector<FailedNode> f = det.wait_failed(1ms);
+      if (!f.empty()) return f;
+    }
+    return std::vector<FailedNode>{};
+  };
+  EXPECT_TRUE(send_reports("guess", 300ms).empty()) << "forged reports failed a live node";
+  // Authentic reports from a replica that is not a peer do not count either.
+  for (int i = 0; i < 20; ++i) {
+    raw.send(datagram(wire::HeartbeatType::kSuspects, SenderKind::kReplica, 7, ++seq, {11}), det.port());
+  }
+  EXPECT_TRUE(eventually([&] { return det.stats().rejected.unexpected >= 20; }));
+  EXPECT_TRUE(det.wait_failed(0ms).empty());
+  DetectorStats st = det.stats();
+  EXPECT_GT(st.rejected.auth, 100u);
+  EXPECT_EQ(st.reports_received, 0u);
+
+  // The control: the same reports signed with the secret do fail it, so the
+  // refusal above is the authentication, not something else.
+  std::vector<FailedNode> f = send_reports(kSecret, 2000ms);
+  EXPECT_TRUE(contains(f, SenderKind::kCompute, 11));
+}
+
+TEST(Detector, RejectLogIsRateLimited) {
+  char* text = nullptr;
+  size_t len = 0;
+  FILE* mem = open_memstream(&text, &len);
+  ASSERT_NE(mem, nullptr);
+  {
+    DetectorOptions o;
+    o.cluster_id = kCluster;
+    o.secret = kSecret;
+    o.replicas = 1;
+    Result<std::unique_ptr<Detector>> d = Detector::start(o, Logger("fd", LogLevel::kWarn, mem));
+    ASSERT_TRUE(d);
+    RawSocket raw;
+    for (uint64_t i = 1; i <= 50; ++i) {
+      raw.send(datagram(wire::HeartbeatType::kHeartbeat, SenderKind::kCompute, 3, i, {}, "guess"), (*d)->port());
+    }
+    raw.send("garbage", (*d)->port());
+    ASSERT_TRUE(eventually([&] {
+      DetectorStats st = (*d)->stats();
+      return st.rejected.auth == 50 && st.rejected.malformed == 1;
+    }));
+  }
+  std::fclose(mem);
+  const std::string log(text, len);
+  std::free(text);
+  size_t auth_lines = 0, malformed_lines = 0;
+  for (size_t at = log.find("refused"); at != std::string::npos; at = log.find("refused", at + 1)) {
+    const std::string line = log.substr(at, log.find('\n', at) - at);
+    if (line.find("(unauthenticated)") != std::string::npos) ++auth_lines;
+    if (line.find("(malformed)") != std::string::npos) ++malformed_lines;
+  }
+  EXPECT_EQ(auth_lines, 1u) << log;  // 50 refusals within a second: one line
+  EXPECT_EQ(malformed_lines, 1u) << log;
+}
+
+TEST(Detector, HeartbeatsOfUnwatchedNodesAreCountedAndDropped) {
+  Replicas r(1);
+  auto s = sender(SenderKind::kCompute, 5, r.endpoints());
+  ASSERT_TRUE(eventually([&] { return r.at(1).stats().heartbeats_unwatched > 10; }));
+  EXPECT_EQ(r.at(1).stats().heartbeats, 0u);
+  EXPECT_TRUE(r.at(1).wait_failed(20ms).empty());
+}
+
+class PushCollector {
+ public:
+  void add(uint16_t pid) {
+    std::lock_guard lock(mu_);
+    pids_.push_back(pid);
+  }
+  std::vector<uint16_t> pids() const {
+    std::lock_guard lock(mu_);
+    return pids_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<uint16_t> pids_;
+};
+
+TEST(FdLink, HeartbeatsAndReceivesOnlyAuthenticFreshPushes) {
+  Replicas r(3, kLoadTolerantTimeout);
+  r.watch(SenderKind::kCompute, 21);
+  PushCollector got;
+  FdLinkOptions o;
+  o.cluster_id = kCluster;
+  o.secret = kSecret;
+  o.pid = 21;
+  o.replicas = r.endpoints();
+  Result<std::unique_ptr<FdLink>> link = FdLink::start(o, [&](uint16_t pid) { got.add(pid); }, quiet());
+  ASSERT_TRUE(link) << link.status().to_string();
+  FdLink& l = **link;
+  ASSERT_NE(l.push_port(), 0);
+
+  // Its heartbeats keep pid 21 alive at every replica.
+  ASSERT_TRUE(eventually([&] { return r.at(3).stats().heartbeats > 20; }));
+  EXPECT_TRUE(r.at(1).wait_failed(250ms).empty());
+
+  // An authentic push from replica 1.
+  const std::vector<uint16_t> pids{5, 6};
+  const Endpoint push_ep = loopback(l.push_port());
+  ASSERT_TRUE(r.at(1).push_failed({&push_ep, 1}, pids));
+  ASSERT_TRUE(eventually([&] { return got.pids().size() == 2; }));
+  EXPECT_EQ(got.pids(), pids);
+
+  // A forged push (wrong secret) and a replayed authentic one.
+  RawSocket raw;
+  raw.send(datagram(wire::HeartbeatType::kFailedPush, SenderKind::kReplica, 2, 1, {77}, "guess"), l.push_port());
+  const std::string authentic = datagram(wire::HeartbeatType::kFailedPush, SenderKind::kReplica, 2, 1, {88});
+  raw.send(authentic, l.push_port());
+  raw.send(authentic, l.push_port());
+  // A heartbeat is not a push.
+  raw.send(datagram(wire::HeartbeatType::kHeartbeat, SenderKind::kCompute, 3, 1), l.push_port());
+  ASSERT_TRUE(eventually([&] {
+    FdLinkStats st = l.stats();
+    return st.rejected.auth == 1 && st.rejected.replay == 1 && st.rejected.unexpected == 1;
+  }));
+  EXPECT_EQ(got.pids(), (std::vector<uint16_t>{5, 6, 88}));
+  FdLinkStats st = l.stats();
+  EXPECT_EQ(st.pushes, 2u);
+  EXPECT_EQ(st.pids_delivered, 3u);
+
+  // A large push is split over datagrams and arrives whole.
+  std::vector<uint16_t> many;
+  for (uint16_t p = 1000; p < 2500; ++p) many.push_back(p);
+  ASSERT_TRUE(r.at(2).push_failed({&push_ep, 1}, many));
+  ASSERT_TRUE(eventually([&] { return got.pids().size() == 3 + many.size(); }));
+  EXPECT_GE(r.at(2).stats().pushes_sent, 3u);
+
+  // Stopping the link stops the heartbeats: the replicas fail pid 21.
+  l.stop();
+  EXPECT_TRUE(contains(r.at(2).wait_failed(2000ms), SenderKind::kCompute, 21));
+}
+
+TEST(MemdHeartbeats, MemoryDaemonIsWatchedAndItsDeathDetected) {
+  Replicas r(3, kLoadTolerantTimeout);
+  std::string list;
+  for (const Endpoint& ep : r.endpoints()) list += (list.empty() ? "" : ",") + ep.to_string();
+  testing::TempDir dir;
+  testing::MemdProcess memd(dir.path(),
+                            {.node_id = 4, .extra_args = {"--fd-replicas", list, "--fd-heartbeat-us", "1000"}});
+  ASSERT_TRUE(memd.start()) << memd.last_error() << memd.stderr_text();
+  // Watched once it heartbeats: a daemon takes longer than the 5 ms timeout
+  // to start, and a watched node that misses it is failed for good.
+  ASSERT_TRUE(eventually([&] {
+    return r.at(1).stats().heartbeats_unwatched > 5 && r.at(2).stats().heartbeats_unwatched > 5 &&
+           r.at(3).stats().heartbeats_unwatched > 5;
+  })) << memd.stderr_text();
+  r.watch(SenderKind::kMemory, 4);
+  ASSERT_TRUE(eventually([&] { return r.at(1).stats().heartbeats > 20 && r.at(3).stats().heartbeats > 20; }))
+      << memd.stderr_text();
+  EXPECT_TRUE(r.at(2).wait_failed(250ms).empty());
+  memd.kill9();
+  const std::vector<FailedNode> f = r.at(2).wait_failed(2000ms);
+  ASSERT_TRUE(contains(f, SenderKind::kMemory, 4));
+  EXPECT_FALSE(contains(f, SenderKind::kCompute, 4));
+}
+
+TEST(MemdHeartbeats, BadReplicaListIsAUsageError) {
+  std::string out;
+  testing::TempDir dir;
+  const int rc = testing::run_command({testing::memd_binary(), "--pm-path", dir.path() + "/r", "--size", "16M",
+                                       "--node-id", "1", "--cluster-id", "7", "--secret-file", "/nonexistent",
+                                       "--fd-replicas", "127.0.0.1:1,example.org:2"},
+                                      &out);
+  EXPECT_EQ(rc, 2) << out;
+  EXPECT_NE(out.find("--fd-replicas"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace pandora::fd
