@@ -163,11 +163,15 @@ ConnectOptions ComputeConfig::connect_options() const {
 }
 
 void ComputeFlags::declare(OptionSet& opts) {
-  opts.add_string("memory-nodes", &memory_nodes, "control endpoints of the memory daemons, HOST:PORT[,HOST:PORT...]",
-                  /*required=*/true);
+  opts.add_string("memory-nodes", &memory_nodes,
+                  "control endpoints of the memory daemons, HOST:PORT[,HOST:PORT...] (required without --zookeeper, "
+                  "which records them)");
   opts.add_u64("cluster-id", &cluster_id, "cluster id (must match the memory daemons)", 1, UINT64_MAX, true);
   opts.add_string("secret-file", &secret_file, "file holding the cluster secret", true);
-  opts.add_u64("compute-id", &compute_id, "this compute node's pid (1..65535, never reused)", 1, 65535, true);
+  opts.add_u64("compute-id", &compute_id,
+               "this compute node's pid (1..65535, never reused); required without --zookeeper, whose registry "
+               "assigns it",
+               1, 65535);
   opts.add_choice("backend", &backend, {"shm", "tcp"}, "data-plane transport");
   opts.add_u64("replicas", &replicas,
                "copies of every row (f+1); also the number of log nodes; 0 = min(2, number of memory nodes)", 0,
@@ -184,6 +188,13 @@ void ComputeFlags::declare(OptionSet& opts) {
                1u << 24);
   opts.add_size("lane-bytes", &lane_bytes, "bytes of one log lane (loader only; read from the directory)",
                 kMinLaneBytes, 64u << 20);
+  opts.add_string("zookeeper", &zookeeper,
+                  "join a cluster run by the failure detector: ZooKeeper HOST:PORT,... (the registry assigns the "
+                  "pid and lane slot; heartbeats go to every pandora-fd replica; failed pids are learnt by watch "
+                  "and push)");
+  opts.add_string("zk-root", &zk_root, "with --zookeeper: the cluster's ZooKeeper path");
+  opts.add_u64("fd-heartbeat-us", &fd_heartbeat_us, "with --zookeeper: heartbeat period in microseconds", 100,
+               1000000);
 }
 
 Result<ComputeConfig> ComputeFlags::resolve() const {
@@ -199,10 +210,19 @@ Result<ComputeConfig> ComputeFlags::resolve() const {
   Result<std::string> secret = read_secret_file(secret_file, &world_readable);
   if (!secret) return secret.status();
   c.secret = *secret;
-  if (compute_id == 0 || compute_id > 65535) {
-    return Status(Errc::kInvalidArgument, "--compute-id must be in 1..65535");
+  c.zookeeper = zookeeper;
+  c.zk_root = zk_root;
+  c.fd_heartbeat = std::chrono::microseconds(fd_heartbeat_us);
+  if (zookeeper.empty()) {
+    if (c.memory_nodes.empty()) return Status(Errc::kInvalidArgument, "--memory-nodes is required (or --zookeeper)");
+    if (compute_id == 0 || compute_id > 65535) {
+      return Status(Errc::kInvalidArgument, "--compute-id is required (1..65535) without --zookeeper");
+    }
+    c.compute_id = static_cast<uint16_t>(compute_id);
+  } else if (compute_id != 0) {
+    return Status(Errc::kInvalidArgument,
+                  "--compute-id cannot be chosen with --zookeeper: the registry assigns pids (never re-issued)");
   }
-  c.compute_id = static_cast<uint16_t>(compute_id);
   Result<Backend> b = parse_backend(backend);
   if (!b) return b.status();
   c.backend = *b;
@@ -220,6 +240,16 @@ Result<ComputeConfig> ComputeFlags::resolve() const {
   c.op_timeout = std::chrono::milliseconds(op_timeout_ms);
   c.shards = static_cast<uint32_t>(shards);
   c.lane_bytes = static_cast<uint32_t>(lane_bytes);
+  if (!c.zookeeper.empty()) {
+    // What the registry fills in later; everything else is checked now.
+    ComputeConfig probe = c;
+    probe.compute_id = 1;
+    probe.lane_slot = LaneSlot{0, c.lanes_needed()};
+    if (probe.memory_nodes.empty()) probe.memory_nodes.push_back(Endpoint{"127.0.0.1", 1});
+    if (probe.replicas == 0) probe.replicas = 1;
+    if (Status s = probe.validate(); !s) return s;
+    return c;
+  }
   if (Status s = c.validate(); !s) return s;
   return c;
 }

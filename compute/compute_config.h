@@ -87,6 +87,12 @@ struct ComputeConfig {
   // compute_id (no registry); a registry (recovery/registry.h) leases one of
   // lanes_needed() lanes and sets it here.
   LaneSlot lane_slot;
+  // Membership in a cluster run by the failure detector (recovery/membership.h):
+  // with `zookeeper` set, the registry assigns compute_id and lane_slot,
+  // and memory_nodes may come from the cluster record.
+  std::string zookeeper;                   // "HOST:PORT,..." or empty
+  std::string zk_root = "/pandora";
+  std::chrono::microseconds fd_heartbeat{1000};
 
   // Every coordinator of the node, across threads. Also the coordinator
   // field of this node's latch words, so it must fit the lane map.
@@ -119,12 +125,18 @@ struct ComputeFlags {
   uint64_t op_timeout_ms = 5000;
   uint64_t shards = 1024;
   uint64_t lane_bytes = 16 * 1024;
+  std::string zookeeper;
+  std::string zk_root = "/pandora";
+  uint64_t fd_heartbeat_us = 1000;
 
   // Declares --memory-nodes, --cluster-id, --secret-file, --compute-id,
   // --backend, --replicas, --threads, --coordinators, --protocol, --bug,
-  // --op-timeout-ms, --shards, --lane-bytes.
+  // --op-timeout-ms, --shards, --lane-bytes, --zookeeper, --zk-root,
+  // --fd-heartbeat-us.
   void declare(OptionSet& opts);
-  // Parses the lists, reads the secret file, validates.
+  // Parses the lists, reads the secret file, validates. With --zookeeper,
+  // compute_id and lane_slot are left for the registry to assign (and
+  // memory_nodes may be empty): validate() again once they are set.
   Result<ComputeConfig> resolve() const;
 };
 

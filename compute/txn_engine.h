@@ -136,6 +136,10 @@ class TxnEngine final : public Txn {
   // Crash points (compute/crash_points.h); null detaches. Not owned.
   void set_crash_injector(CrashInjector* crash) { crash_ = crash; }
 
+  // A logged transaction of this coordinator failed on the transport and
+  // was left, latches held, for recovery: it runs no more transactions.
+  bool halted() const { return undecided_; }
+
  private:
   enum class Access : uint8_t { kRead, kUpdate, kWrite, kInsert, kDelete, kNoop };
   enum class LatchState : uint8_t { kNone, kPosted, kHeld, kFailed };

@@ -13,6 +13,7 @@
 #include "compute/loader.h"
 #include "compute/scheduler.h"
 #include "litmus/history/history.h"
+#include "recovery/membership.h"
 #include "workloads/bench/registry.h"
 #include "workloads/bench/report.h"
 #include "workloads/bench/runner.h"
@@ -59,7 +60,8 @@ bool write_file(const std::string& path, const std::string& text) {
 
 }  // namespace
 
-int run_bench(const BenchConfig& cfg) {
+int run_bench(const BenchConfig& cfg_in) {
+  BenchConfig cfg = cfg_in;  // --zookeeper fills in the pid, lane slot and memory nodes
   Result<std::unique_ptr<Workload>> made = make_workload(cfg.workload, cfg);
   if (!made) {
     fail(made.status().message());
@@ -79,10 +81,31 @@ int run_bench(const BenchConfig& cfg) {
   }
 
   const Logger logger("pandora-bench", cfg.log_level);
+  // With --zookeeper: register (pid, lane slot), heartbeat the detector,
+  // learn failed pids. Declared before the cluster so it outlives it.
+  std::unique_ptr<Membership> membership;
+  std::atomic<bool> fenced{false};
+  if (!cfg.compute.zookeeper.empty()) {
+    auto m = join_as_compute_node(cfg.compute, logger);
+    if (!m) {
+      fail(fmt::format("joining the cluster through ZooKeeper {}: {}", cfg.compute.zookeeper, m.status().to_string()));
+      return 1;
+    }
+    membership = std::move(*m);
+    membership->on_fenced([&fenced] { fenced.store(true, std::memory_order_release); });
+    fmt::print("joined the cluster as pid {} ({})\n", membership->pid(), membership->slot().to_string());
+    std::fflush(stdout);
+  }
   Result<std::unique_ptr<Cluster>> cluster = Cluster::connect(cfg.compute, logger);
   if (!cluster) {
     fail(fmt::format("connecting to the memory nodes: {}", cluster.status().to_string()));
     return 1;
+  }
+  if (membership) {
+    if (Status s = membership->attach((*cluster)->failed_ids()); !s) {
+      fail(fmt::format("reading failed-ids: {}", s.to_string()));
+      return 1;
+    }
   }
   BenchSummary summary;
   summary.config = &cfg;
@@ -158,6 +181,7 @@ int run_bench(const BenchConfig& cfg) {
     ro.measure = std::chrono::seconds(cfg.seconds);
     ro.timeline = std::chrono::milliseconds(cfg.timeline_ms);
     ro.seed = cfg.seed;
+    ro.stop = &fenced;
     ro.on_progress = [](const Progress& p) {
       fmt::print("[{:6.1f} s] {}{:.0f} commits/s ({} commits so far)\n", p.elapsed_s, p.warming_up ? "warm-up " : "",
                  p.last_commits_per_s, p.commits);
@@ -177,6 +201,13 @@ int run_bench(const BenchConfig& cfg) {
     }
     summary.stats = std::move(*stats);
   }
+  if (fenced.load(std::memory_order_acquire)) {
+    fail(fmt::format("this compute node (pid {}) was declared failed by the failure detector and fenced (a stall "
+                     "longer than its timeout, e.g. SIGSTOP or an overloaded host); its unfinished transactions "
+                     "were recovered by the cluster. Stopped; start it again to join under a new pid.",
+                     cfg.compute.compute_id));
+    return kExitFenced;
+  }
 
   if (cfg.check) {
     CheckInput in;
@@ -194,7 +225,15 @@ int run_bench(const BenchConfig& cfg) {
     fail(fmt::format("could not write the report to {}", cfg.report_path));
     return 1;
   }
-  return summary.check && !summary.check->passed ? 1 : 0;
+  const int rc = summary.check && !summary.check->passed ? 1 : 0;
+  if (membership) {
+    // Leave cleanly (connections closed first) so the detector does not
+    // take this exit for a crash.
+    client->reset();
+    cluster->reset();
+    if (Status s = membership->leave(); !s) logger.warn("leaving the cluster: {}", s.to_string());
+  }
+  return rc;
 }
 
 }  // namespace pandora::workloads

@@ -7,7 +7,9 @@
 namespace pandora::workloads {
 
 // Exit status: 0 success, 1 failure (connection, load, run, or a failed
-// consistency check), 2 options the workload rejects.
+// consistency check), 2 options the workload rejects, kExitFenced (6) this
+// node was declared failed and fenced by the failure detector (--zookeeper).
+inline constexpr int kExitFenced = 6;
 int run_bench(const BenchConfig& config);
 
 }  // namespace pandora::workloads

@@ -27,6 +27,7 @@ struct CoordinatorSlot {
   TxnCounters window_end;
   int64_t delta = 0;
   uint64_t uncertain = 0;
+  bool halted = false;
   uint64_t total_commits = 0;
   std::vector<uint64_t> timeline;
 };
@@ -72,6 +73,13 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
     for (;;) {
       const Clock::time_point t0 = Clock::now();
       if (t0 >= deadline) break;
+      if (options.stop && options.stop->load(std::memory_order_acquire)) break;
+      // A coordinator that left a logged transaction to recovery runs no
+      // more (its next record would overwrite the undecided one).
+      if (c.engine().halted()) {
+        s.halted = true;
+        break;
+      }
       if (!measuring && t0 >= window_start) {
         measuring = true;
         s.window_start = c.engine().counters();
@@ -163,6 +171,7 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
     r.engine += counters_between(s->window_start, s->window_end);
     r.committed_delta += s->delta;
     r.uncertain += s->uncertain;
+    r.halted_coordinators += s->halted ? 1 : 0;
     r.total_commits += s->total_commits;
     for (size_t b = 0; b < buckets; ++b) r.timeline[b] += s->timeline[b];
   }

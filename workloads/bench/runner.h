@@ -17,6 +17,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -43,6 +44,9 @@ struct RunOptions {
   std::chrono::milliseconds timeline{100};
   uint64_t seed = 1;
   std::function<void(const Progress&)> on_progress;  // may be empty
+  // When set and true, every coordinator stops after its current
+  // transaction (this node was fenced: nothing it does can commit).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 struct RunStats {
@@ -58,6 +62,7 @@ struct RunStats {
   // Whole run.
   int64_t committed_delta = 0;
   uint64_t uncertain = 0;                        // kTransport aborts
+  uint32_t halted_coordinators = 0;              // stopped after leaving a transaction to recovery
   uint64_t total_commits = 0;
   // Commits per timeline bucket, from the start of the run (warm-up included).
   std::chrono::milliseconds timeline_width{100};

@@ -1,0 +1,340 @@
+// pandora-ctl: cluster administration over ZooKeeper and the memory
+// daemons' control plane.
+//
+//   pandora-ctl init     --memory-nodes A,B [--lane-bytes 16K]   create the cluster's ZooKeeper tree
+//   pandora-ctl status                                          epoch, memory nodes, members, failed-ids, recoveries
+//   pandora-ctl recover PID                                     run the recovery coordinator for PID by hand
+//   pandora-ctl fence PID                                       fence PID at every memory node
+//   pandora-ctl crash PID                                       SIGKILL the registered process of PID (this host)
+//
+// Common flags: --zookeeper --zk-root --cluster-id --secret-file.
+// Exit codes (scripts rely on them): 0 done, 1 the operation failed,
+// 2 usage, 3 no such cluster/pid (or another cluster's tree), 4 ZooKeeper
+// or a memory node unavailable.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "common/options.h"
+#include "common/secret.h"
+#include "common/transport/client.h"
+#include "compute/cluster.h"
+#include "recovery/membership.h"
+#include "recovery/recovery_coordinator.h"
+#include "recovery/registry.h"
+
+namespace {
+
+using namespace pandora;
+
+constexpr int kExitFailed = 1, kExitUsage = 2, kExitNotFound = 3, kExitUnavailable = 4;
+
+struct Flags {
+  std::string zookeeper;
+  std::string zk_root = "/pandora";
+  uint64_t cluster_id = 0;
+  std::string secret_file;
+  std::string memory_nodes;
+  uint64_t lane_bytes = 16 * 1024;
+  std::string backend = "tcp";
+  std::string log_level = "warn";
+};
+
+int exit_for(const Status& s) {
+  switch (s.code()) {
+    case Errc::kNotFound:
+    case Errc::kMismatch: return kExitNotFound;
+    case Errc::kUnavailable:
+    case Errc::kDisconnected:
+    case Errc::kTimeout: return kExitUnavailable;
+    default: return kExitFailed;
+  }
+}
+
+int fail(const Status& s) {
+  fmt::print(stderr, "pandora-ctl: {}\n", s.to_string());
+  return exit_for(s);
+}
+
+std::string ns_ago(uint64_t realtime_ns) {
+  if (realtime_ns == 0) return "-";
+  const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+  return fmt::format("{:.1f} s ago", (static_cast<double>(now) - static_cast<double>(realtime_ns)) / 1e9);
+}
+
+class Ctl {
+ public:
+  Ctl(Flags f, Logger log) : f_(std::move(f)), log_(std::move(log)) {}
+
+  Status load_secret() {
+    auto s = read_secret_file(f_.secret_file);
+    if (!s) return s.status();
+    secret_ = *s;
+    return Status::ok();
+  }
+
+  zk::ZkOptions zk_options() const {
+    zk::ZkOptions o;
+    o.hosts = f_.zookeeper;
+    return o;
+  }
+
+  ClientIdentity admin() const {
+    ClientIdentity id;
+    id.cluster_id = f_.cluster_id;
+    id.secret = secret_;
+    id.role = wire::Role::kAdmin;
+    return id;
+  }
+
+  int init() {
+    if (f_.memory_nodes.empty()) return usage("init needs --memory-nodes");
+    ClusterRecord rec;
+    rec.cluster_id = f_.cluster_id;
+    rec.lane_bytes = static_cast<uint32_t>(f_.lane_bytes);
+    size_t pos = 0;
+    while (pos <= f_.memory_nodes.size()) {
+      size_t c = f_.memory_nodes.find(',', pos);
+      if (c == std::string::npos) c = f_.memory_nodes.size();
+      auto ep = parse_endpoint(std::string_view(f_.memory_nodes).substr(pos, c - pos));
+      if (!ep) return usage("--memory-nodes: " + ep.status().message());
+      rec.memory_nodes.push_back(*ep);
+      pos = c + 1;
+    }
+    // The log area's lanes: what every node's log area holds.
+    uint64_t lanes = UINT64_MAX;
+    for (const Endpoint& ep : rec.memory_nodes) {
+      auto ctl = ControlClient::connect(ep, admin(), std::chrono::seconds(5));
+      if (!ctl) return fail(Status(ctl.status().code(), fmt::format("{}: {}", ep.to_string(), ctl.status().message())));
+      lanes = std::min<uint64_t>(lanes, (*ctl)->region().log_size / f_.lane_bytes);
+    }
+    rec.lanes = static_cast<uint32_t>(std::min<uint64_t>(lanes, UINT32_MAX));
+    if (Status s = Registry::init(zk_options(), f_.zk_root, rec, log_); !s) return fail(s);
+    fmt::print("cluster {:#x} initialised in ZooKeeper at {}: {} memory node(s), {} log lanes of {} bytes\n",
+               rec.cluster_id, f_.zk_root, rec.memory_nodes.size(), rec.lanes, rec.lane_bytes);
+    return 0;
+  }
+
+  int status() {
+    auto reg = open();
+    if (!reg) return fail(reg.status());
+    Registry& r = **reg;
+    const ClusterRecord& c = r.cluster();
+    fmt::print("cluster {:#x} at {}{}\n", c.cluster_id, f_.zookeeper, r.root());
+    fmt::print("epoch {}\n", c.epoch);
+    fmt::print("memory nodes ({}):", c.memory_nodes.size());
+    for (const Endpoint& e : c.memory_nodes) fmt::print(" {}", e.to_string());
+    fmt::print("\nlog area: {} lanes of {} bytes\n", c.lanes, c.lane_bytes);
+    auto reps = r.replicas();
+    if (!reps) return fail(reps.status());
+    fmt::print("fd replicas ({}):", reps->size());
+    for (const auto& [id, ep] : *reps) fmt::print(" {}@{}", id, ep.to_string());
+    fmt::print("\n");
+    auto members = r.members();
+    if (!members) return fail(members.status());
+    fmt::print("members ({}):\n", members->size());
+    for (const MemberRecord& m : *members) {
+      fmt::print("  pid {:5} {:8} {:16} os-pid {:7} push {} registered {}\n", m.pid, member_role_name(m.role),
+                 m.slot.to_string(), m.os_pid, m.push ? m.push->to_string() : "-", ns_ago(m.registered_ns));
+    }
+    auto failed = r.failed();
+    if (!failed) return fail(failed.status());
+    fmt::print("failed-ids ({}):", failed->size());
+    for (uint16_t p : *failed) fmt::print(" {}", p);
+    fmt::print("\n");
+    auto recs = r.recoveries();
+    if (!recs) return fail(recs.status());
+    fmt::print("recoveries ({}):\n", recs->size());
+    for (const RecoveryRecord& x : *recs) {
+      fmt::print("  pid {:5} {:9} by replica {} detected {}: start-record {} us, fence {} us, log recovery {} us "
+                 "({} records: {} rolled back, {} forward), truncate {} us, publish {} us, sweep {} us ({} latches)\n",
+                 x.pid, recovery_step_name(x.step), x.leader_replica, ns_ago(x.detected_ns), x.start_record_us,
+                 x.fence_us, x.log_recovery_us, x.records, x.rolled_back, x.rolled_forward, x.truncate_us,
+                 x.publish_us, x.sweep_us, x.swept);
+    }
+    auto alloc = r.alloc();
+    if (!alloc) return fail(alloc.status());
+    fmt::print("next pid {}; {} lane lease(s)\n", alloc->next_pid, alloc->leases.size());
+    return 0;
+  }
+
+  int fence(uint16_t pid) {
+    auto reg = open();
+    if (!reg) return fail(reg.status());
+    for (const Endpoint& ep : (*reg)->cluster().memory_nodes) {
+      auto ctl = ControlClient::connect(ep, admin(), std::chrono::seconds(5));
+      if (!ctl) return fail(Status(ctl.status().code(), fmt::format("{}: {}", ep.to_string(), ctl.status().message())));
+      if (Status s = (*ctl)->fence(pid); !s) return fail(s);
+    }
+    fmt::print("pid {} fenced at {} memory node(s)\n", pid, (*reg)->cluster().memory_nodes.size());
+    return 0;
+  }
+
+  int crash(uint16_t pid) {
+    auto reg = open();
+    if (!reg) return fail(reg.status());
+    auto m = (*reg)->member(pid);
+    if (!m) return fail(m.status());
+    if (!*m) return fail(Status(Errc::kNotFound, fmt::format("pid {} is not a registered member", pid)));
+    const int64_t os = (*m)->os_pid;
+    // Only a pandora process on this host: an os pid may have been reused.
+    std::ifstream cmd(fmt::format("/proc/{}/cmdline", os));
+    std::stringstream ss;
+    ss << cmd.rdbuf();
+    if (os <= 1 || ss.str().find("pandora") == std::string::npos) {
+      return fail(Status(Errc::kNotFound, fmt::format("pid {}'s process {} is not a pandora process on this host",
+                                                      pid, os)));
+    }
+    if (::kill(static_cast<pid_t>(os), SIGKILL) != 0) {
+      return fail(Status(Errc::kIo, fmt::format("kill {}: {}", os, strerror(errno))));
+    }
+    fmt::print("sent SIGKILL to process {} (pid {})\n", os, pid);
+    return 0;
+  }
+
+  int recover(uint16_t pid) {
+    auto reg = open();
+    if (!reg) return fail(reg.status());
+    const ClusterRecord& cr = (*reg)->cluster();
+    // The coordinator needs a data plane of its own: join as a kFd member,
+    // and recover that identity too when done (nothing to undo: it logs
+    // nothing), so no lease or pid is left behind.
+    MembershipOptions mo;
+    mo.zk = zk_options();
+    mo.root = f_.zk_root;
+    mo.cluster_id = f_.cluster_id;
+    mo.secret = secret_;
+    mo.role = MemberRole::kFd;
+    mo.lanes = 2;
+    mo.heartbeats = false;
+    auto me = Membership::join(mo, log_);
+    if (!me) return fail(me.status());
+    ComputeConfig c;
+    c.cluster_id = f_.cluster_id;
+    c.secret = secret_;
+    c.compute_id = (*me)->pid();
+    c.lane_slot = (*me)->slot();
+    c.memory_nodes = cr.memory_nodes;
+    c.backend = f_.backend == "shm" ? Backend::kShm : Backend::kTcp;
+    c.replicas = static_cast<uint32_t>(std::min<size_t>(2, cr.memory_nodes.size()));
+    c.threads = 1;
+    c.coordinators = 1;
+    if (cr.lane_bytes) c.lane_bytes = cr.lane_bytes;
+    int rc = 0;
+    RecoveryCoordinatorOptions ro;
+    ro.cluster_id = f_.cluster_id;
+    ro.secret = secret_;
+    {
+      auto cl = Cluster::connect(c, log_);
+      if (!cl) return fail(cl.status());
+      if (Status s = (*cl)->load_directory(); !s) return fail(s);
+      if (Status s = (*me)->attach((*cl)->failed_ids()); !s) return fail(s);
+      RecoveryCoordinator rc_coord(**reg, **cl, ro, log_, {});
+      auto rec = rc_coord.recover(pid, 0);
+      if (!rec) {
+        rc = fail(rec.status());
+      } else {
+        fmt::print("pid {} recovered: {} records ({} rolled back, {} rolled forward), {} latches swept; fence {} us, "
+                   "log recovery {} us, truncate {} us, publish {} us\n",
+                   pid, rec->records, rec->rolled_back, rec->rolled_forward, rec->swept, rec->fence_us,
+                   rec->log_recovery_us, rec->truncate_us, rec->publish_us);
+      }
+      // This tool's own identity: its data plane is idle, so retire it
+      // (fence, publish, release the lease) instead of leaving it to the
+      // next FD leader.
+      const uint16_t my_pid = (*me)->pid();
+      (*me).reset();  // stop watching before our own pid is published
+      if (Status s = rc_coord.retire(my_pid); !s) {
+        log_.warn("retiring this tool's own pid {}: {}", my_pid, s.to_string());
+      }
+    }
+    return rc;
+  }
+
+  int usage(const std::string& m) {
+    fmt::print(stderr, "pandora-ctl: {}\n(see pandora-ctl --help)\n", m);
+    return kExitUsage;
+  }
+
+ private:
+  Result<std::unique_ptr<Registry>> open() { return Registry::open(zk_options(), f_.zk_root, f_.cluster_id, log_); }
+
+  Flags f_;
+  Logger log_;
+  std::string secret_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  OptionSet opts("pandora-ctl",
+                 "Usage: pandora-ctl COMMAND [ARG] [options]\n"
+                 "Commands: init (create the cluster's ZooKeeper tree; needs --memory-nodes), status, recover PID, "
+                 "fence PID, crash PID.\n"
+                 "Exit codes: 0 done, 1 failed, 2 usage, 3 no such cluster or pid (or the tree belongs to another "
+                 "cluster id), 4 ZooKeeper or a memory node unavailable.");
+  opts.add_string("zookeeper", &f.zookeeper, "ZooKeeper ensemble HOST:PORT,HOST:PORT,...", true);
+  opts.add_string("zk-root", &f.zk_root, "the cluster's ZooKeeper path");
+  opts.add_u64("cluster-id", &f.cluster_id, "cluster id (decimal or 0x hex)", 1, UINT64_MAX, true);
+  opts.add_string("secret-file", &f.secret_file, "file holding the cluster secret", true);
+  opts.add_string("memory-nodes", &f.memory_nodes, "init: HOST:PORT,HOST:PORT of every memory daemon");
+  opts.add_size("lane-bytes", &f.lane_bytes, "init: bytes of one log lane (must match the loader's --lane-bytes)",
+                kMinLaneBytes, 64u << 20);
+  opts.add_choice("backend", &f.backend, {"tcp", "shm"}, "recover: data plane to the memory nodes");
+  opts.add_choice("log-level", &f.log_level, {"debug", "info", "warn", "error"}, "log verbosity");
+
+  // The command and its argument come first; the rest are options.
+  if (argc >= 2 && (std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h")) {
+    fmt::print("{}", opts.help());
+    return 0;
+  }
+  if (argc < 2 || argv[1][0] == '-') {
+    fmt::print(stderr, "pandora-ctl: missing command\n{}", opts.help());
+    return kExitUsage;
+  }
+  const std::string cmd = argv[1];
+  int first_opt = 2;
+  std::optional<uint16_t> pid;
+  if (cmd == "recover" || cmd == "fence" || cmd == "crash") {
+    if (argc < 3) {
+      fmt::print(stderr, "pandora-ctl: {} needs a PID\n", cmd);
+      return kExitUsage;
+    }
+    auto v = parse_u64(argv[2]);
+    if (!v || *v == 0 || *v > 65535) {
+      fmt::print(stderr, "pandora-ctl: '{}' is not a compute pid (1..65535)\n", argv[2]);
+      return kExitUsage;
+    }
+    pid = static_cast<uint16_t>(*v);
+    first_opt = 3;
+  } else if (cmd != "init" && cmd != "status") {
+    fmt::print(stderr, "pandora-ctl: unknown command '{}' (init, status, recover, fence, crash)\n", cmd);
+    return kExitUsage;
+  }
+  std::vector<const char*> rest = {argv[0]};
+  for (int i = first_opt; i < argc; ++i) rest.push_back(argv[i]);
+  std::string msg;
+  switch (opts.parse(static_cast<int>(rest.size()), rest.data(), &msg)) {
+    case OptionSet::Outcome::kHelp: fmt::print("{}", msg); return 0;
+    case OptionSet::Outcome::kError: fmt::print(stderr, "pandora-ctl: {}\n", msg); return kExitUsage;
+    case OptionSet::Outcome::kRun: break;
+  }
+  LogLevel level = LogLevel::kWarn;
+  parse_log_level(f.log_level, &level);
+  Ctl ctl(f, Logger("pandora-ctl", level));
+  if (Status s = ctl.load_secret(); !s) return ctl.usage("--secret-file: " + s.message());
+  if (cmd == "init") return ctl.init();
+  if (cmd == "status") return ctl.status();
+  if (cmd == "fence") return ctl.fence(*pid);
+  if (cmd == "crash") return ctl.crash(*pid);
+  return ctl.recover(*pid);
+}

@@ -1,0 +1,141 @@
+// pandora-fd: one failure-detector replica (recovery/fd_replica.h).
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "common/endpoint.h"
+#include "common/options.h"
+#include "common/secret.h"
+#include "compute/crash_points.h"
+#include "recovery/fd_replica.h"
+
+namespace {
+
+using namespace pandora;
+
+struct Flags {
+  std::string zookeeper;
+  std::string zk_root = "/pandora";
+  uint64_t zk_session_ms = 1000;
+  uint64_t cluster_id = 0;
+  std::string secret_file;
+  uint64_t replica_id = 0;
+  uint64_t replicas = 3;
+  std::string listen = "127.0.0.1:0";
+  uint64_t timeout_us = 5000;
+  uint64_t tick_us = 250;
+  std::string backend = "tcp";
+  uint64_t op_timeout_ms = 2000;
+  std::string log_level = "info";
+  std::string crash_at;
+  uint64_t exit_with_pid = 0;
+};
+
+int usage_error(const std::string& m) {
+  fmt::print(stderr, "pandora-fd: {}\n(see pandora-fd --help)\n", m);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  OptionSet opts("pandora-fd",
+                 "One replica of Pandora's failure detector. Every replica receives the compute nodes' UDP heartbeats "
+                 "(authenticated with the cluster secret); the leader, elected through ZooKeeper, recovers each "
+                 "compute node that a majority of the --replicas replicas has missed for --timeout-us: fence, log "
+                 "recovery, truncate, publish in failed-ids (ZooKeeper + push), sweep. The cluster must have been "
+                 "initialised with `pandora-ctl init`. Exit codes: 0 stopped by SIGTERM/SIGINT, 2 usage, 3 no or "
+                 "another cluster in ZooKeeper, 4 cannot listen, 5 replica id taken / election failed.");
+  opts.add_string("zookeeper", &f.zookeeper, "ZooKeeper ensemble HOST:PORT,HOST:PORT,...", true);
+  opts.add_string("zk-root", &f.zk_root, "the cluster's ZooKeeper path");
+  opts.add_u64("zk-session-ms", &f.zk_session_ms,
+               "ZooKeeper session timeout: a dead leader is replaced after about this long", 200, 60000);
+  opts.add_u64("cluster-id", &f.cluster_id, "cluster id (decimal or 0x hex)", 1, UINT64_MAX, true);
+  opts.add_string("secret-file", &f.secret_file, "file holding the cluster secret", true);
+  opts.add_u64("replica-id", &f.replica_id, "this replica's id, 1..--replicas", 1, 64, true);
+  opts.add_u64("replicas", &f.replicas, "number of FD replicas (a node fails when a majority misses it)", 1, 64);
+  opts.add_string("listen", &f.listen, "UDP HOST:PORT for heartbeats (port 0 picks one; loopback or a private net)");
+  opts.add_u64("timeout-us", &f.timeout_us, "a node is suspected after this long without a heartbeat", 100, 60000000);
+  opts.add_u64("tick-us", &f.tick_us, "how often suspicion is evaluated and shared", 50, 1000000);
+  opts.add_choice("backend", &f.backend, {"tcp", "shm"}, "the leader's data plane to the memory nodes");
+  opts.add_u64("op-timeout-ms", &f.op_timeout_ms, "the leader's data-plane operation timeout", 1, 600000);
+  opts.add_choice("log-level", &f.log_level, {"debug", "info", "warn", "error"}, "log verbosity");
+  opts.add_string("crash-at", &f.crash_at,
+                  "test only: as leader, SIGKILL this process at the first hit of this recovery crash point "
+                  "(recovery-after-read, before-truncate, after-truncate, before-sweep, after-sweep, ...)");
+  opts.add_u64("exit-with-pid", &f.exit_with_pid, "stop cleanly when the process with this pid ends (tests)");
+  std::string msg;
+  switch (opts.parse(argc, argv, &msg)) {
+    case OptionSet::Outcome::kHelp: fmt::print("{}", msg); return 0;
+    case OptionSet::Outcome::kError: return usage_error(msg);
+    case OptionSet::Outcome::kRun: break;
+  }
+  if (f.replica_id > f.replicas) return usage_error(fmt::format("--replica-id {} > --replicas {}", f.replica_id, f.replicas));
+  LogLevel level = LogLevel::kInfo;
+  parse_log_level(f.log_level, &level);
+  const Logger log(fmt::format("pandora-fd.{}", f.replica_id), level);
+
+  FdReplicaOptions o;
+  o.zk.hosts = f.zookeeper;
+  o.zk.session_timeout = std::chrono::milliseconds(f.zk_session_ms);
+  o.root = f.zk_root;
+  if (o.root.empty() || o.root[0] != '/' || o.root.back() == '/') {
+    return usage_error(fmt::format("--zk-root '{}' must be an absolute ZooKeeper path without a trailing /", o.root));
+  }
+  o.cluster_id = f.cluster_id;
+  bool world_readable = false;
+  auto secret = read_secret_file(f.secret_file, &world_readable);
+  if (!secret) return usage_error("--secret-file: " + secret.status().message());
+  if (world_readable) log.warn("secret file {} is readable by other users", f.secret_file);
+  o.secret = *secret;
+  o.replica_id = static_cast<uint32_t>(f.replica_id);
+  o.replicas = static_cast<uint32_t>(f.replicas);
+  auto listen = parse_endpoint(f.listen);
+  if (!listen) return usage_error("--listen: " + listen.status().message());
+  o.listen = *listen;
+  o.timeout = std::chrono::microseconds(f.timeout_us);
+  o.tick = std::chrono::microseconds(f.tick_us);
+  o.backend = f.backend == "shm" ? Backend::kShm : Backend::kTcp;
+  o.op_timeout = std::chrono::milliseconds(f.op_timeout_ms);
+  if (!f.crash_at.empty()) {
+    auto p = parse_crash_point(f.crash_at);
+    if (!p || !is_recovery_point(*p)) return usage_error(fmt::format("--crash-at '{}' is not a recovery crash point", f.crash_at));
+    o.crash_at = *p;
+  }
+
+  // SIGTERM/SIGINT (and the end of --exit-with-pid's process) stop the loop.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  static std::atomic<bool> stop{false};
+  std::thread([set] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    stop.store(true, std::memory_order_release);
+  }).detach();
+  if (f.exit_with_pid != 0) {
+    const int pfd = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(f.exit_with_pid), 0));
+    if (pfd < 0) return usage_error(fmt::format("--exit-with-pid {}: {}", f.exit_with_pid, strerror(errno)));
+    std::thread([pfd] {
+      pollfd p{pfd, POLLIN, 0};
+      while (::poll(&p, 1, -1) < 0 && errno == EINTR) {
+      }
+      ::kill(::getpid(), SIGTERM);
+    }).detach();
+  }
+  const int rc = run_fd_replica(o, log, stop);
+  std::fflush(stdout);
+  std::_Exit(rc);  // detached threads may still wait; nothing left to flush
+}

@@ -1,0 +1,288 @@
+#include "recovery/fd_replica.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "compute/cluster.h"
+#include "recovery/fd/detector.h"
+#include "recovery/membership.h"
+#include "recovery/recovery_coordinator.h"
+#include "recovery/registry.h"
+
+namespace pandora {
+
+namespace {
+
+uint64_t now_realtime_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+}
+
+// Watch callbacks only raise flags (a synchronous ZooKeeper call inside a
+// callback would block the client's own thread); the main loop re-reads.
+struct Flags {
+  std::atomic<bool> members{true};
+  std::atomic<bool> replicas{true};
+  std::atomic<bool> election{true};
+};
+
+// The leader's state: its own data-plane identity and the coordinator.
+struct Leadership {
+  std::unique_ptr<Membership> member;  // kFd member: pid + lane slot, no heartbeats
+  std::unique_ptr<Cluster> cluster;
+  std::unique_ptr<CrashInjector> crash;
+  std::unique_ptr<RecoveryCoordinator> coordinator;
+  bool resumed = false;
+};
+
+class Replica {
+ public:
+  Replica(const FdReplicaOptions& o, const Logger& logger) : o_(o), log_(logger) {}
+
+  int run(const std::atomic<bool>& stop) {
+    auto reg = Registry::open(o_.zk, o_.root, o_.cluster_id, log_);
+    if (!reg) {
+      log_.error("{}", reg.status().to_string());
+      return 3;
+    }
+    registry_ = std::move(*reg);
+
+    fd::DetectorOptions d;
+    d.cluster_id = o_.cluster_id;
+    d.secret = o_.secret;
+    d.replica_id = o_.replica_id;
+    d.replicas = o_.replicas;
+    d.bind = o_.listen;
+    d.timeout = o_.timeout;
+    d.tick = o_.tick;
+    auto det = fd::Detector::start(d, log_.child("detector"));
+    if (!det) {
+      log_.error("starting the detector: {}", det.status().to_string());
+      return 4;
+    }
+    detector_ = std::move(*det);
+    const Endpoint udp{o_.listen.host, detector_->port()};
+    if (Status s = registry_->announce_replica(o_.replica_id, udp); !s) {
+      log_.error("{}", s.to_string());
+      return 5;
+    }
+    auto mine = registry_->zk().create(registry_->path("fd/election/n_"), fmt::format("replica={}\n", o_.replica_id),
+                                       zk::CreateMode::kEphemeralSequential);
+    if (!mine) {
+      log_.error("joining the leader election: {}", mine.status().to_string());
+      return 5;
+    }
+    election_node_ = mine->substr(mine->rfind('/') + 1);
+    log_.info("replica {} listening for heartbeats on udp {}", o_.replica_id, udp.to_string());
+
+    while (!stop.load(std::memory_order_acquire)) {
+      if (flags_.replicas.exchange(false)) refresh_replicas();
+      if (flags_.members.exchange(false)) refresh_members();
+      if (!leader_ && flags_.election.exchange(false)) refresh_election();
+      if (leader_) {
+        if (int rc = lead(); rc != 0) return rc;
+      } else {
+        // Not the leader: the detector still runs (its suspicions count
+        // towards the leader's majority); this only paces the loop.
+        (void)detector_->wait_failed(std::chrono::milliseconds(20));
+      }
+    }
+    return 0;
+  }
+
+ private:
+  void refresh_replicas() {
+    auto reps = registry_->watch_replicas([this] { flags_.replicas = true; });
+    if (!reps) {
+      log_.warn("reading FD replicas: {}", reps.status().to_string());
+      flags_.replicas = true;
+      return;
+    }
+    std::map<uint32_t, Endpoint> peers = *reps;
+    peers.erase(o_.replica_id);
+    if (Status s = detector_->set_peers(std::move(peers)); !s) log_.warn("FD peers: {}", s.to_string());
+  }
+
+  void refresh_members() {
+    auto pids = registry_->watch_members([this] { flags_.members = true; });
+    if (!pids) {
+      log_.warn("reading registered compute nodes: {}", pids.status().to_string());
+      flags_.members = true;
+      return;
+    }
+    std::set<uint16_t> now;
+    for (uint16_t p : *pids) {
+      auto m = registry_->member(p);
+      if (!m || !*m) continue;
+      if ((*m)->role != MemberRole::kCompute) continue;  // FD leaders send no heartbeats
+      now.insert(p);
+    }
+    for (uint16_t p : now) {
+      if (!watched_.count(p)) detector_->watch(wire::SenderKind::kCompute, p);
+    }
+    for (uint16_t p : watched_) {
+      if (!now.count(p)) detector_->unwatch(wire::SenderKind::kCompute, p);
+    }
+    watched_ = std::move(now);
+  }
+
+  void refresh_election() {
+    auto kids = registry_->zk().children(registry_->path("fd/election"));
+    if (!kids) {
+      flags_.election = true;
+      return;
+    }
+    std::vector<std::string> names = *kids;
+    // Sequential names end in a 10-digit counter: sort by it.
+    std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
+      return a.substr(a.size() - 10) < b.substr(b.size() - 10);
+    });
+    auto me = std::find(names.begin(), names.end(), election_node_);
+    if (me == names.end()) {
+      log_.error("this replica's election node {} vanished (ZooKeeper session expired?)", election_node_);
+      flags_.election = true;
+      return;
+    }
+    if (me == names.begin()) {
+      leader_ = true;
+      log_.info("replica {} is the leader", o_.replica_id);
+      return;
+    }
+    // Watch only the predecessor (no herd effect when the leader dies).
+    auto exists = registry_->zk().watch_exists(registry_->path("fd/election/" + *(me - 1)),
+                                               [this] { flags_.election = true; });
+    if (!exists || !*exists) flags_.election = true;
+  }
+
+  // Becomes an operational leader (data plane, coordinator), then recovers
+  // what the majority has failed. Non-zero: exit code.
+  int lead() {
+    if (!lead_) lead_ = std::make_unique<Leadership>();
+    if (!lead_->coordinator) {
+      if (Status s = become_leader(); !s) {
+        log_.warn("leader set-up: {} (retrying)", s.to_string());
+        (void)detector_->wait_failed(std::chrono::milliseconds(200));
+        return 0;
+      }
+    }
+    if (!lead_->resumed) {
+      if (Status s = lead_->coordinator->resume(lead_->member->pid()); !s) {
+        log_.warn("resuming recoveries: {} (retrying)", s.to_string());
+        drop_data_plane_if_broken(s);
+        (void)detector_->wait_failed(std::chrono::milliseconds(100));
+        return 0;
+      }
+      lead_->resumed = true;
+    }
+    for (const fd::FailedNode& f : detector_->wait_failed(std::chrono::milliseconds(20))) {
+      if (f.kind != wire::SenderKind::kCompute) continue;  // memory-node failures: not handled yet
+      const uint16_t pid = static_cast<uint16_t>(f.id);
+      log_.info("pid {} missed by a majority of replicas: recovering", pid);
+      auto rec = lead_->coordinator->recover(pid, now_realtime_ns());
+      if (!rec) {
+        log_.warn("recovery of pid {}: {} (will retry)", pid, rec.status().to_string());
+        drop_data_plane_if_broken(rec.status());
+        return 0;
+      }
+      detector_->unwatch(wire::SenderKind::kCompute, pid);
+      watched_.erase(pid);
+    }
+    return 0;
+  }
+
+  // A broken data connection is not repaired in place: the coordinator and
+  // cluster view are rebuilt (same pid and slot) on the next round.
+  void drop_data_plane_if_broken(const Status& s) {
+    if (s.code() == Errc::kDisconnected || s.code() == Errc::kTimeout || s.code() == Errc::kIo) {
+      lead_->coordinator.reset();
+      lead_->cluster.reset();
+    }
+  }
+
+  Status become_leader() {
+    if (!lead_->member) return join_as_member();
+    return connect_data_plane();
+  }
+
+  Status join_as_member() {
+    MembershipOptions mo;
+    mo.zk = o_.zk;
+    mo.root = o_.root;
+    mo.cluster_id = o_.cluster_id;
+    mo.secret = o_.secret;
+    mo.role = MemberRole::kFd;
+    mo.lanes = 2;  // one coordinator (unused) + the blocking lane: the leader writes no log
+    mo.heartbeats = false;
+    auto m = Membership::join(mo, log_.child("member"));
+    if (!m) return m.status();
+    lead_->member = std::move(*m);
+    return connect_data_plane();
+  }
+
+  Status connect_data_plane() {
+    const ClusterRecord& cr = registry_->cluster();
+    ComputeConfig c;
+    c.cluster_id = o_.cluster_id;
+    c.secret = o_.secret;
+    c.compute_id = lead_->member->pid();
+    c.lane_slot = lead_->member->slot();
+    c.memory_nodes = cr.memory_nodes;
+    c.backend = o_.backend;
+    c.replicas = static_cast<uint32_t>(std::min<size_t>(2, cr.memory_nodes.size()));
+    c.threads = 1;
+    c.coordinators = 1;
+    c.op_timeout = o_.op_timeout;
+    if (cr.lane_bytes) c.lane_bytes = cr.lane_bytes;
+    if (Status s = c.validate(); !s) return s;
+    auto cl = Cluster::connect(c, log_.child("cluster"));
+    if (!cl) return cl.status();
+    if (Status s = (*cl)->load_directory(); !s) {
+      return Status(s.code(), "reading the table directory (are the tables loaded?): " + s.message());
+    }
+    lead_->cluster = std::move(*cl);
+    if (Status s = lead_->member->attach(lead_->cluster->failed_ids()); !s) return s;
+
+    if (o_.crash_at && !lead_->crash) {
+      lead_->crash = std::make_unique<CrashInjector>();
+      lead_->crash->arm_point(*o_.crash_at, 1, 0, 1);
+    }
+    RecoveryCoordinatorOptions ro;
+    ro.cluster_id = o_.cluster_id;
+    ro.secret = o_.secret;
+    ro.replica_id = o_.replica_id;
+    fd::Detector* det = detector_.get();
+    lead_->coordinator = std::make_unique<RecoveryCoordinator>(
+        *registry_, *lead_->cluster, ro, log_.child("recovery"),
+        [det](std::span<const Endpoint> to, std::span<const uint16_t> pids) { (void)det->push_failed(to, pids); },
+        lead_->crash.get());
+    log_.info("leader data plane as pid {} ({})", lead_->member->pid(), lead_->member->slot().to_string());
+    return Status::ok();
+  }
+
+  const FdReplicaOptions& o_;
+  Logger log_;
+  std::unique_ptr<Registry> registry_;
+  std::unique_ptr<fd::Detector> detector_;
+  std::string election_node_;
+  Flags flags_;
+  bool leader_ = false;
+  std::unique_ptr<Leadership> lead_;
+  std::set<uint16_t> watched_;
+};
+
+}  // namespace
+
+int run_fd_replica(const FdReplicaOptions& options, const Logger& logger, const std::atomic<bool>& stop) {
+  Replica r(options, logger);
+  return r.run(stop);
+}
+
+}  // namespace pandora

@@ -1,0 +1,51 @@
+// One replica of the failure detector, `pandora-fd` (ARCHITECTURE.md 1, 5;
+// seed 4.3.2.4). N replicas run (3 in every script and test); all durable
+// state is in ZooKeeper (recovery/registry.h), so any replica can die.
+//
+// Every replica: receives the authenticated UDP heartbeats of every
+// registered compute node (recovery/fd/detector.h), watches the registered
+// pids in ZooKeeper, and tells the other replicas whom it suspects. The
+// leader (lowest ephemeral sequential node under <root>/fd/election) also
+// runs the recovery coordinator: for each compute pid that a MAJORITY of
+// replicas have missed for the timeout, fence -> log recovery -> truncate
+// -> publish -> push -> sweep (recovery/recovery_coordinator.h). A new
+// leader first re-runs every recovery not marked done and recovers the
+// data-plane identity of the leader it replaces.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "common/endpoint.h"
+#include "common/logger.h"
+#include "common/status.h"
+#include "common/transport/client.h"
+#include "common/zk/zk_client.h"
+#include "compute/crash_points.h"
+
+namespace pandora {
+
+struct FdReplicaOptions {
+  zk::ZkOptions zk;
+  std::string root = "/pandora";
+  uint64_t cluster_id = 0;
+  std::string secret;
+  uint32_t replica_id = 1;   // 1..replicas
+  uint32_t replicas = 3;     // N: a node fails when floor(N/2)+1 replicas miss it
+  Endpoint listen{"127.0.0.1", 0};
+  std::chrono::microseconds timeout{5000};
+  std::chrono::microseconds tick{250};
+  Backend backend = Backend::kTcp;      // the leader's data plane to the memory nodes
+  std::chrono::milliseconds op_timeout{2000};
+  // Test only: the recovery crash point at which this replica, once leader,
+  // kills itself (SIGKILL) the first time it is reached.
+  std::optional<CrashPoint> crash_at;
+};
+
+// Runs until `stop` turns true; returns the process exit code (0 = clean).
+int run_fd_replica(const FdReplicaOptions& options, const Logger& logger, const std::atomic<bool>& stop);
+
+}  // namespace pandora

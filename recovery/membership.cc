@@ -1,0 +1,182 @@
+#include "recovery/membership.h"
+
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "compute/compute_config.h"
+#include "compute/fd_link.h"
+#include "recovery/recovery_coordinator.h"
+
+namespace pandora {
+
+Result<std::unique_ptr<Membership>> Membership::join(const MembershipOptions& o, const Logger& logger) {
+  std::unique_ptr<Membership> m(new Membership(logger));
+  auto reg = Registry::open(o.zk, o.root, o.cluster_id, logger);
+  if (!reg) return reg.status();
+  m->registry_ = std::move(*reg);
+  m->secret_ = o.secret;
+
+  MemberRecord want;
+  want.role = o.role;
+  want.os_pid = getpid();
+  if (getrandom(&want.incarnation, sizeof want.incarnation, 0) != sizeof want.incarnation) {
+    return Status(Errc::kIo, "getrandom failed");
+  }
+  auto rec = m->registry_->register_member(want, o.lanes);
+  if (!rec) return rec.status();
+  m->record_ = *rec;
+
+  if (o.heartbeats) {
+    FdLinkOptions lo;
+    lo.cluster_id = o.cluster_id;
+    lo.secret = o.secret;
+    lo.pid = m->record_.pid;
+    lo.heartbeat_period = o.heartbeat_period;
+    Membership* self = m.get();
+    auto link = FdLink::start(lo, [self](uint16_t pid) { self->learn(pid, true); }, logger.child("fd-link"));
+    if (!link) return link.status();
+    m->link_ = std::move(*link);
+    // Where the leader pushes failed pids: recorded after the link chose
+    // its port (one more ZooKeeper write at start-up, none later).
+    m->record_.push = Endpoint{"127.0.0.1", m->link_->push_port()};
+    if (Status s = m->registry_->zk().set(m->registry_->path(fmt::format("compute/{}", m->record_.pid)),
+                                          encode_member_record(m->record_));
+        !s) {
+      return s;
+    }
+  }
+  m->watcher_ = std::thread([self = m.get()] { self->watch_loop(); });
+  logger.info("registered as pid {} with {}", m->record_.pid, m->record_.slot.to_string());
+  return m;
+}
+
+Membership::~Membership() { stop_threads(); }
+
+void Membership::stop_threads() {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    closing_ = true;
+  }
+  cv_.notify_all();
+  if (watcher_.joinable()) watcher_.join();
+  link_.reset();
+}
+
+Status Membership::leave() {
+  stop_threads();
+  return retire_member(*registry_, secret_, record_.pid, 0, std::chrono::milliseconds(2000));
+}
+
+Status Membership::attach(FailedIds& ids) {
+  auto failed = registry_->failed();
+  if (!failed) return failed.status();
+  for (uint16_t p : *failed) ids.add(p);
+  ids_.store(&ids, std::memory_order_release);
+  for (uint16_t p : *failed) learn(p, false);
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    failed_changed_ = true;
+  }
+  cv_.notify_all();
+  return Status::ok();
+}
+
+void Membership::on_fenced(std::function<void()> f) {
+  std::lock_guard<std::mutex> g(mu_);
+  on_fenced_ = std::move(f);
+}
+
+void Membership::learn(uint16_t pid, bool by_push) {
+  if (by_push) pushes_.fetch_add(1, std::memory_order_relaxed);
+  if (FailedIds* ids = ids_.load(std::memory_order_acquire)) ids->add(pid);
+  if (pid == record_.pid && !fenced_.exchange(true, std::memory_order_acq_rel)) {
+    logger_.error("this node (pid {}) was declared failed and fenced by the failure detector", pid);
+    std::function<void()> f;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      f = on_fenced_;
+    }
+    if (f) f();
+  }
+}
+
+void Membership::refresh_failed() {
+  auto failed = registry_->watch_failed([this] {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      failed_changed_ = true;
+    }
+    cv_.notify_all();
+  });
+  if (!failed) {
+    logger_.warn("reading failed-ids from ZooKeeper: {} (pushes still arrive)", failed.status().to_string());
+    std::lock_guard<std::mutex> g(mu_);
+    failed_changed_ = true;  // retry on the next wake-up
+    return;
+  }
+  for (uint16_t p : *failed) learn(p, false);
+}
+
+void Membership::refresh_replicas() {
+  if (!link_) return;
+  auto reps = registry_->watch_replicas([this] {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      replicas_changed_ = true;
+    }
+    cv_.notify_all();
+  });
+  if (!reps) {
+    logger_.warn("reading the FD replicas from ZooKeeper: {}", reps.status().to_string());
+    std::lock_guard<std::mutex> g(mu_);
+    replicas_changed_ = true;
+    return;
+  }
+  std::vector<Endpoint> to;
+  for (const auto& [id, ep] : *reps) to.push_back(ep);
+  if (Status s = link_->set_replicas(std::move(to)); !s) logger_.warn("FD replicas: {}", s.to_string());
+}
+
+void Membership::watch_loop() {
+  for (;;) {
+    bool failed = false, replicas = false;
+    {
+      std::unique_lock<std::mutex> g(mu_);
+      // Wakes on a watch; the timeout retries reads that failed (no quorum).
+      cv_.wait_for(g, std::chrono::milliseconds(500),
+                   [&] { return closing_ || failed_changed_ || replicas_changed_; });
+      if (closing_) return;
+      failed = std::exchange(failed_changed_, false);
+      replicas = std::exchange(replicas_changed_, false);
+    }
+    if (replicas) refresh_replicas();
+    // Before attach() nothing is merged; attach() reads and raises the flag.
+    if (failed && ids_.load(std::memory_order_acquire)) refresh_failed();
+  }
+}
+
+Result<std::unique_ptr<Membership>> join_as_compute_node(ComputeConfig& c, const Logger& logger) {
+  if (c.zookeeper.empty()) return Status(Errc::kInvalidArgument, "no --zookeeper to join");
+  MembershipOptions o;
+  o.zk.hosts = c.zookeeper;
+  o.root = c.zk_root;
+  o.cluster_id = c.cluster_id;
+  o.secret = c.secret;
+  o.role = MemberRole::kCompute;
+  o.lanes = c.lanes_needed();
+  o.heartbeat_period = c.fd_heartbeat;
+  auto m = Membership::join(o, logger);
+  if (!m) return m.status();
+  const ClusterRecord& cr = (*m)->registry().cluster();
+  if (c.memory_nodes.empty()) c.memory_nodes = cr.memory_nodes;
+  if (c.replicas == 0) c.replicas = static_cast<uint32_t>(std::min<size_t>(2, c.memory_nodes.size()));
+  if (cr.lane_bytes != 0) c.lane_bytes = cr.lane_bytes;
+  c.compute_id = (*m)->pid();
+  c.lane_slot = (*m)->slot();
+  if (Status s = c.validate(); !s) return s;
+  return m;
+}
+
+}  // namespace pandora

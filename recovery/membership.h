@@ -1,0 +1,109 @@
+// A compute node's membership in a cluster run by the failure detector:
+// registration (pid + leased lane slot), heartbeats to every FD replica,
+// and failed-ids learnt by ZooKeeper watch and by the leader's direct push,
+// whichever comes first (ARCHITECTURE.md 5).
+//
+//   auto m = Membership::join(options, logger);      // registers: pid, lane slot
+//   config.compute_id = (*m)->pid();  config.lane_slot = (*m)->slot();
+//   auto cluster = Cluster::connect(config, logger);
+//   (*m)->attach((*cluster)->failed_ids());           // known + future failed pids
+//   ... run; (*m)->fenced() turns true if this node's own pid is published
+//   (a false positive of the detector: the node was fenced; it must stop).
+//
+// Transactions never wait on ZooKeeper: with no quorum the node keeps
+// running (heartbeats are UDP, failed-ids arrive by push too).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "common/failed_ids.h"
+#include "common/logger.h"
+#include "common/status.h"
+#include "common/zk/zk_client.h"
+#include "compute/fd_link.h"
+#include "recovery/registry.h"
+
+namespace pandora {
+
+
+
+struct MembershipOptions {
+  zk::ZkOptions zk;
+  std::string root = "/pandora";
+  uint64_t cluster_id = 0;
+  std::string secret;
+  MemberRole role = MemberRole::kCompute;
+  uint32_t lanes = 1;  // lanes to lease (ComputeConfig::lanes_needed())
+  std::chrono::microseconds heartbeat_period{1000};
+  bool heartbeats = true;  // kFd members (the FD leader's data plane) send none
+};
+
+class Membership {
+ public:
+  static Result<std::unique_ptr<Membership>> join(const MembershipOptions& options, const Logger& logger);
+  ~Membership();
+
+  uint16_t pid() const { return record_.pid; }
+  LaneSlot slot() const { return record_.slot; }
+  const MemberRecord& record() const { return record_; }
+  Registry& registry() { return *registry_; }
+
+  // Adds every published failed pid to `ids`, now and from now on (watch
+  // and push). `ids` must outlive this object.
+  Status attach(FailedIds& ids);
+
+  // This node's own pid was published as failed: it has been fenced.
+  bool fenced() const { return fenced_.load(std::memory_order_acquire); }
+  // Called once (on an internal thread) when fenced() turns true.
+  void on_fenced(std::function<void()> f);
+
+  // Leaves the cluster cleanly: stops heartbeats, then fences this pid,
+  // publishes it and releases its lane slot, so the detector does not take
+  // the exit for a crash. Call only with no transaction in flight and the
+  // data connections closed (or idle for good).
+  Status leave();
+
+  uint64_t pushes_received() const { return pushes_.load(std::memory_order_relaxed); }
+
+ private:
+  Membership(const Logger& logger) : logger_(logger) {}
+  void stop_threads();
+  void learn(uint16_t pid, bool by_push);
+  // ZooKeeper watches only raise flags: synchronous calls from a watch
+  // callback would deadlock the client's thread, so this thread re-reads.
+  void watch_loop();
+  void refresh_failed();
+  void refresh_replicas();
+
+  Logger logger_;
+  std::unique_ptr<Registry> registry_;
+  MemberRecord record_;
+  std::string secret_;
+  std::unique_ptr<FdLink> link_;
+  std::atomic<FailedIds*> ids_{nullptr};
+  std::atomic<bool> fenced_{false};
+  std::atomic<uint64_t> pushes_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool failed_changed_ = true;    // guarded by mu_
+  bool replicas_changed_ = true;  // guarded by mu_
+  bool closing_ = false;          // guarded by mu_
+  std::function<void()> on_fenced_;
+  std::thread watcher_;
+};
+
+// For a compute node whose config has `zookeeper` set: joins (pid, lane
+// slot), fills config.compute_id, lane_slot, and memory_nodes / replicas /
+// lane_bytes from the cluster record where the flags left them open, and
+// validates the result.
+struct ComputeConfig;
+Result<std::unique_ptr<Membership>> join_as_compute_node(ComputeConfig& config, const Logger& logger);
+
+}  // namespace pandora

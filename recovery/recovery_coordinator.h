@@ -1,0 +1,98 @@
+// The recovery coordinator (ARCHITECTURE.md 5; seed 4.3.2.2): what the
+// failure detector's leader runs for each failed compute pid.
+//
+//   start record (ZooKeeper write 1) -> fence at every memory node -> log
+//   recovery -> truncate -> publish (ZooKeeper write 2: failed/<pid>, the
+//   record marked published, compute/<pid> removed) + direct push to every
+//   compute node -> post-publish sweep of the stray latches the logs name
+//   -> lane lease released and record marked done (off the critical path).
+//
+// Every step is idempotent, so a leader that dies anywhere is replaced and
+// the new leader simply runs recover() again from the top for every record
+// not marked done (resume()). Why a re-run is safe: until the publish the
+// dead pid is fenced and still owns every latch it held, so nobody else
+// can change the objects its log names, and log recovery reaches the same
+// decision; truncation only zeroes what the first run already decided;
+// publishing twice finds failed/<pid> there; the sweep CASes exact words.
+//
+// The start record is not strictly needed for safety (the fence bits are
+// persistent and a replacement leader re-detects a pid that is still
+// registered but silent); it is written so that pandora-ctl can show a
+// recovery in progress and its timings. It costs one synchronous ZooKeeper
+// write (p50 ~2-3 ms on loopback with the log on disk).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "common/endpoint.h"
+#include "common/logger.h"
+#include "common/status.h"
+#include "common/transport/client.h"
+#include "compute/cluster.h"
+#include "compute/crash_points.h"
+#include "recovery/registry.h"
+
+namespace pandora {
+
+struct RecoveryCoordinatorOptions {
+  uint64_t cluster_id = 0;
+  std::string secret;            // for the admin sessions that fence
+  uint32_t replica_id = 0;       // recorded in the recovery record
+  std::chrono::milliseconds control_timeout{2000};
+};
+
+// Sends the authenticated FailedPush for `pids` to `to` (the detector's).
+using FailedPusher = std::function<void(std::span<const Endpoint> to, std::span<const uint16_t> pids)>;
+
+// Fences `pid` at every memory node of the cluster record (admin sessions).
+Status fence_at_every_memory_node(const ClusterRecord& cluster, const std::string& secret, uint16_t pid,
+                                  std::chrono::milliseconds timeout);
+
+// Retires a member that has finished with its data plane and has no
+// transaction in flight (a compute node leaving cleanly, a tool such as
+// pandora-ctl, a leader stepping down): fence, publish, release its lease.
+// No log is read: it left none undecided. Touches no data connection, so it
+// runs after the caller closed its own.
+Status retire_member(Registry& registry, const std::string& secret, uint16_t pid, uint32_t replica_id,
+                     std::chrono::milliseconds timeout);
+
+class RecoveryCoordinator {
+ public:
+  // `cluster`: this leader's view, connected with its own (kFd) pid, the
+  // table directory loaded. `crash` (optional): the recovery crash points.
+  RecoveryCoordinator(Registry& registry, Cluster& cluster, RecoveryCoordinatorOptions options, const Logger& logger,
+                      FailedPusher push, CrashInjector* crash = nullptr);
+
+  // All steps for `pid`. `detected_ns`: CLOCK_REALTIME when the majority
+  // was reached (0 for a recovery run by hand). Returns the final record.
+  Result<RecoveryRecord> recover(uint16_t pid, uint64_t detected_ns);
+
+  // At leadership start: recovers every registered kFd member other than
+  // `self` (a former leader: its data-plane writes must be fenced), and
+  // finishes every recovery record not marked done.
+  Status resume(uint16_t self);
+
+  // Fences `pid` at every memory node of the cluster record (admin
+  // sessions; works after this node's own data connections are gone).
+  Status fence_everywhere(uint16_t pid);
+
+  // retire_member() with this coordinator's registry and secret.
+  Status retire(uint16_t pid) {
+    return retire_member(registry_, options_.secret, pid, options_.replica_id, options_.control_timeout);
+  }
+
+ private:
+  Registry& registry_;
+  Cluster& cluster_;
+  RecoveryCoordinatorOptions options_;
+  Logger logger_;
+  FailedPusher push_;
+  CrashInjector* crash_;
+};
+
+}  // namespace pandora

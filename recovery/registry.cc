@@ -1,0 +1,533 @@
+#include "recovery/registry.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+
+namespace pandora {
+
+namespace {
+
+using zk::CreateMode;
+using zk::Op;
+
+// ---- "key=value" lines --------------------------------------------------------
+
+using Fields = std::vector<std::pair<std::string, std::string>>;
+
+Result<Fields> parse_fields(std::string_view text, std::string_view what) {
+  Fields out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) nl = text.size();
+    std::string_view line = text.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (line.empty()) continue;
+    const size_t eq = line.find('=');
+    if (eq == std::string_view::npos || eq == 0) {
+      return Status(Errc::kCorrupt, fmt::format("{}: malformed line '{}' (expected key=value)", what, line));
+    }
+    out.emplace_back(std::string(line.substr(0, eq)), std::string(line.substr(eq + 1)));
+  }
+  return out;
+}
+
+Result<uint64_t> parse_u64(std::string_view v, std::string_view key, uint64_t max = UINT64_MAX) {
+  uint64_t x = 0;
+  int base = 10;
+  if (v.size() > 2 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X')) {
+    v.remove_prefix(2);
+    base = 16;
+  }
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x, base);
+  if (v.empty() || ec != std::errc() || p != v.data() + v.size() || x > max) {
+    return Status(Errc::kCorrupt, fmt::format("field {}: '{}' is not a number in 0..{}", key, v, max));
+  }
+  return x;
+}
+
+Result<LaneSlot> parse_slot(std::string_view v) {
+  const size_t c = v.find(',');
+  if (c == std::string_view::npos) return Status(Errc::kCorrupt, fmt::format("slot '{}': expected FIRST,COUNT", v));
+  auto a = parse_u64(v.substr(0, c), "slot", UINT32_MAX);
+  auto b = parse_u64(v.substr(c + 1), "slot", UINT32_MAX);
+  if (!a) return a.status();
+  if (!b) return b.status();
+  return LaneSlot{static_cast<uint32_t>(*a), static_cast<uint32_t>(*b)};
+}
+
+std::string slot_text(const LaneSlot& s) { return fmt::format("{},{}", s.first, s.count); }
+
+uint64_t now_realtime_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+}
+
+Result<uint16_t> parse_pid_name(std::string_view name) {
+  auto v = parse_u64(name, "pid", 65535);
+  if (!v || *v == 0) return Status(Errc::kCorrupt, fmt::format("'{}' is not a pid", name));
+  return static_cast<uint16_t>(*v);
+}
+
+}  // namespace
+
+std::string_view member_role_name(MemberRole r) { return r == MemberRole::kFd ? "fd" : "compute"; }
+
+std::string_view recovery_step_name(RecoveryStep s) {
+  switch (s) {
+    case RecoveryStep::kStarted: return "started";
+    case RecoveryStep::kPublished: return "published";
+    case RecoveryStep::kDone: return "done";
+  }
+  return "unknown";
+}
+
+// ---- records --------------------------------------------------------------------
+
+std::string encode_cluster_record(const ClusterRecord& r) {
+  std::string nodes;
+  for (const Endpoint& e : r.memory_nodes) nodes += (nodes.empty() ? "" : ",") + e.to_string();
+  return fmt::format("cluster_id={:#x}\nepoch={}\nmemory_nodes={}\nlane_bytes={}\nlanes={}\n", r.cluster_id, r.epoch,
+                     nodes, r.lane_bytes, r.lanes);
+}
+
+Result<ClusterRecord> decode_cluster_record(std::string_view text) {
+  auto f = parse_fields(text, "cluster record");
+  if (!f) return f.status();
+  ClusterRecord r;
+  bool have_id = false;
+  for (const auto& [k, v] : *f) {
+    if (k == "cluster_id") {
+      auto x = parse_u64(v, k);
+      if (!x) return x.status();
+      r.cluster_id = *x;
+      have_id = true;
+    } else if (k == "epoch") {
+      auto x = parse_u64(v, k);
+      if (!x) return x.status();
+      r.epoch = *x;
+    } else if (k == "memory_nodes") {
+      size_t pos = 0;
+      while (pos < v.size()) {
+        size_t c = v.find(',', pos);
+        if (c == std::string::npos) c = v.size();
+        auto ep = parse_endpoint(std::string_view(v).substr(pos, c - pos));
+        if (!ep) return Status(Errc::kCorrupt, "cluster record: " + ep.status().message());
+        r.memory_nodes.push_back(*ep);
+        pos = c + 1;
+      }
+    } else if (k == "lane_bytes" || k == "lanes") {
+      auto x = parse_u64(v, k, UINT32_MAX);
+      if (!x) return x.status();
+      (k == "lanes" ? r.lanes : r.lane_bytes) = static_cast<uint32_t>(*x);
+    }
+  }
+  if (!have_id || r.cluster_id == 0) return Status(Errc::kCorrupt, "cluster record has no cluster_id");
+  return r;
+}
+
+std::string encode_member_record(const MemberRecord& r) {
+  return fmt::format("pid={}\nrole={}\nslot={}\npush={}\nincarnation={:#x}\nos_pid={}\nregistered_ns={}\n", r.pid,
+                     member_role_name(r.role), slot_text(r.slot), r.push ? r.push->to_string() : "",
+                     r.incarnation, r.os_pid, r.registered_ns);
+}
+
+Result<MemberRecord> decode_member_record(std::string_view text) {
+  auto f = parse_fields(text, "member record");
+  if (!f) return f.status();
+  MemberRecord r;
+  for (const auto& [k, v] : *f) {
+    if (k == "pid") {
+      auto x = parse_u64(v, k, 65535);
+      if (!x) return x.status();
+      r.pid = static_cast<uint16_t>(*x);
+    } else if (k == "role") {
+      if (v == "compute") r.role = MemberRole::kCompute;
+      else if (v == "fd") r.role = MemberRole::kFd;
+      else return Status(Errc::kCorrupt, fmt::format("member record: unknown role '{}'", v));
+    } else if (k == "slot") {
+      auto s = parse_slot(v);
+      if (!s) return s.status();
+      r.slot = *s;
+    } else if (k == "push") {
+      if (!v.empty()) {
+        auto ep = parse_endpoint(v);
+        if (!ep) return Status(Errc::kCorrupt, "member record: " + ep.status().message());
+        r.push = *ep;
+      }
+    } else if (k == "incarnation" || k == "os_pid" || k == "registered_ns") {
+      auto x = parse_u64(v, k);
+      if (!x) return x.status();
+      if (k == "incarnation") r.incarnation = *x;
+      else if (k == "os_pid") r.os_pid = static_cast<int64_t>(*x);
+      else r.registered_ns = *x;
+    }
+  }
+  if (r.pid == 0) return Status(Errc::kCorrupt, "member record has no pid");
+  return r;
+}
+
+std::string encode_recovery_record(const RecoveryRecord& r) {
+  return fmt::format(
+      "pid={}\nstep={}\nslot={}\nleader_replica={}\ndetected_ns={}\nstart_record_us={}\nfence_us={}\n"
+      "log_recovery_us={}\ntruncate_us={}\npublish_us={}\nsweep_us={}\nrecords={}\nrolled_back={}\n"
+      "rolled_forward={}\nswept={}\n",
+      r.pid, recovery_step_name(r.step), slot_text(r.slot), r.leader_replica, r.detected_ns, r.start_record_us,
+      r.fence_us, r.log_recovery_us, r.truncate_us, r.publish_us, r.sweep_us, r.records, r.rolled_back,
+      r.rolled_forward, r.swept);
+}
+
+Result<RecoveryRecord> decode_recovery_record(std::string_view text) {
+  auto f = parse_fields(text, "recovery record");
+  if (!f) return f.status();
+  RecoveryRecord r;
+  const std::map<std::string, uint64_t*> u64s = {
+      {"detected_ns", &r.detected_ns},   {"start_record_us", &r.start_record_us},
+      {"fence_us", &r.fence_us},         {"log_recovery_us", &r.log_recovery_us},
+      {"truncate_us", &r.truncate_us},   {"publish_us", &r.publish_us},
+      {"sweep_us", &r.sweep_us}};
+  const std::map<std::string, uint32_t*> u32s = {{"leader_replica", &r.leader_replica},
+                                                 {"records", &r.records},
+                                                 {"rolled_back", &r.rolled_back},
+                                                 {"rolled_forward", &r.rolled_forward},
+                                                 {"swept", &r.swept}};
+  for (const auto& [k, v] : *f) {
+    if (k == "pid") {
+      auto x = parse_u64(v, k, 65535);
+      if (!x) return x.status();
+      r.pid = static_cast<uint16_t>(*x);
+    } else if (k == "step") {
+      if (v == "started") r.step = RecoveryStep::kStarted;
+      else if (v == "published") r.step = RecoveryStep::kPublished;
+      else if (v == "done") r.step = RecoveryStep::kDone;
+      else return Status(Errc::kCorrupt, fmt::format("recovery record: unknown step '{}'", v));
+    } else if (k == "slot") {
+      auto s = parse_slot(v);
+      if (!s) return s.status();
+      r.slot = *s;
+    } else if (auto it = u64s.find(k); it != u64s.end()) {
+      auto x = parse_u64(v, k);
+      if (!x) return x.status();
+      *it->second = *x;
+    } else if (auto jt = u32s.find(k); jt != u32s.end()) {
+      auto x = parse_u64(v, k, UINT32_MAX);
+      if (!x) return x.status();
+      *jt->second = static_cast<uint32_t>(*x);
+    }
+  }
+  if (r.pid == 0) return Status(Errc::kCorrupt, "recovery record has no pid");
+  return r;
+}
+
+std::string encode_alloc_record(const AllocRecord& r) {
+  std::string s = fmt::format("next_pid={}\n", r.next_pid);
+  for (const Lease& l : r.leases) s += fmt::format("lease={},{}\n", slot_text(l.slot), l.pid);
+  return s;
+}
+
+Result<AllocRecord> decode_alloc_record(std::string_view text) {
+  auto f = parse_fields(text, "alloc record");
+  if (!f) return f.status();
+  AllocRecord r;
+  for (const auto& [k, v] : *f) {
+    if (k == "next_pid") {
+      auto x = parse_u64(v, k, 65536);
+      if (!x || *x == 0) return Status(Errc::kCorrupt, "alloc record: bad next_pid");
+      r.next_pid = static_cast<uint32_t>(*x);
+    } else if (k == "lease") {
+      const size_t c = v.rfind(',');
+      if (c == std::string::npos) return Status(Errc::kCorrupt, fmt::format("alloc record: bad lease '{}'", v));
+      auto slot = parse_slot(std::string_view(v).substr(0, c));
+      auto pid = parse_u64(std::string_view(v).substr(c + 1), "lease pid", 65535);
+      if (!slot) return slot.status();
+      if (!pid) return pid.status();
+      r.leases.push_back(Lease{*slot, static_cast<uint16_t>(*pid)});
+    }
+  }
+  std::sort(r.leases.begin(), r.leases.end(), [](const Lease& a, const Lease& b) { return a.slot.first < b.slot.first; });
+  return r;
+}
+
+std::optional<LaneSlot> find_free_slot(const AllocRecord& a, uint32_t count, uint32_t lanes) {
+  if (count == 0) return std::nullopt;
+  uint64_t at = 0;
+  for (const Lease& l : a.leases) {  // sorted by first lane
+    if (uint64_t{l.slot.first} >= at + count) break;
+    at = std::max<uint64_t>(at, l.slot.end());
+  }
+  if (at + count > lanes) return std::nullopt;
+  return LaneSlot{static_cast<uint32_t>(at), count};
+}
+
+// ---- Registry -------------------------------------------------------------------
+
+Status Registry::init(const zk::ZkOptions& zo, const std::string& root, const ClusterRecord& record,
+                      const Logger& logger) {
+  auto zk = zk::ZkClient::connect(zo, logger);
+  if (!zk) return zk.status();
+  if (Status s = (*zk)->ensure_path(root); !s) return s;
+  const std::string cpath = root + "/cluster";
+  auto existing = (*zk)->get(cpath);
+  if (existing) {
+    auto rec = decode_cluster_record(existing->data);
+    if (!rec) return rec.status();
+    if (rec->cluster_id != record.cluster_id) {
+      return Status(Errc::kMismatch,
+                    fmt::format("the ZooKeeper tree at {} belongs to cluster {:#x}, not {:#x}: pick another --zk-root "
+                                "or remove the old tree",
+                                root, rec->cluster_id, record.cluster_id));
+    }
+    return Status::ok();  // initialised before: keep its state
+  }
+  if (existing.status().code() != Errc::kNotFound) return existing.status();
+  std::vector<Op> ops = {Op::create(cpath, encode_cluster_record(record)),
+                         Op::create(root + "/alloc", encode_alloc_record(AllocRecord{})),
+                         Op::create(root + "/compute", ""),
+                         Op::create(root + "/failed", ""),
+                         Op::create(root + "/recoveries", ""),
+                         Op::create(root + "/fd", ""),
+                         Op::create(root + "/fd/replicas", ""),
+                         Op::create(root + "/fd/election", "")};
+  Status s = (*zk)->multi(ops);
+  if (s.code() == Errc::kAlreadyExists) return init(zo, root, record, logger);  // raced with another init
+  return s;
+}
+
+Result<std::unique_ptr<Registry>> Registry::open(const zk::ZkOptions& zo, std::string root, uint64_t cluster_id,
+                                                 const Logger& logger) {
+  auto zk = zk::ZkClient::connect(zo, logger);
+  if (!zk) return zk.status();
+  auto node = (*zk)->get(root + "/cluster");
+  if (!node) {
+    if (node.status().code() == Errc::kNotFound) {
+      return Status(Errc::kNotFound, fmt::format("no Pandora cluster in ZooKeeper at {}{}: run `pandora-ctl init` "
+                                                 "(deploy/local/cluster.sh does) first",
+                                                 zo.hosts, root));
+    }
+    return node.status();
+  }
+  auto rec = decode_cluster_record(node->data);
+  if (!rec) return rec.status();
+  if (rec->cluster_id != cluster_id) {
+    return Status(Errc::kMismatch, fmt::format("the ZooKeeper tree at {} belongs to cluster {:#x}, not {:#x}", root,
+                                               rec->cluster_id, cluster_id));
+  }
+  return std::unique_ptr<Registry>(new Registry(std::move(*zk), std::move(root), std::move(*rec), logger));
+}
+
+Result<AllocRecord> Registry::alloc() {
+  auto node = zk_->get(path("alloc"));
+  if (!node) return node.status();
+  return decode_alloc_record(node->data);
+}
+
+Result<MemberRecord> Registry::register_member(MemberRecord record, uint32_t lanes) {
+  if (cluster_.lanes == 0) {
+    return Status(Errc::kInvalidArgument, "the cluster record has no log lanes (re-run pandora-ctl init)");
+  }
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto node = zk_->get(path("alloc"));
+    if (!node) return node.status();
+    auto a = decode_alloc_record(node->data);
+    if (!a) return a.status();
+    if (a->next_pid > 65535) {
+      return Status(Errc::kUnavailable, "every compute pid (1..65535) has been issued; pid recycling must run first");
+    }
+    auto slot = find_free_slot(*a, lanes, cluster_.lanes);
+    if (!slot) {
+      uint64_t leased = 0;
+      for (const Lease& l : a->leases) leased += l.slot.count;
+      return Status(Errc::kUnavailable,
+                    fmt::format("no run of {} free log lanes: {} of the log area's {} lanes are leased by {} "
+                                "node(s); start the memory daemons with a larger --log-size or run fewer coordinators",
+                                lanes, leased, cluster_.lanes, a->leases.size()));
+    }
+    record.pid = static_cast<uint16_t>(a->next_pid);
+    record.slot = *slot;
+    if (record.registered_ns == 0) record.registered_ns = now_realtime_ns();
+    a->next_pid += 1;
+    a->leases.push_back(Lease{*slot, record.pid});
+    std::sort(a->leases.begin(), a->leases.end(),
+              [](const Lease& x, const Lease& y) { return x.slot.first < y.slot.first; });
+    std::vector<Op> ops = {Op::set(path("alloc"), encode_alloc_record(*a), node->stat.version),
+                           Op::create(path(fmt::format("compute/{}", record.pid)), encode_member_record(record))};
+    Status s = zk_->multi(ops);
+    if (s) return record;
+    if (s.code() == Errc::kConflict) continue;  // another node registered meanwhile
+    if (s.code() == Errc::kAlreadyExists) {
+      return Status(Errc::kAlreadyExists,
+                    fmt::format("pid {} is registered already: the alloc record and {} disagree", record.pid,
+                                path("compute")));
+    }
+    return s;
+  }
+  return Status(Errc::kUnavailable, "registration lost 100 races in a row");
+}
+
+Result<std::optional<MemberRecord>> Registry::member(uint16_t pid) {
+  auto node = zk_->get(path(fmt::format("compute/{}", pid)));
+  if (!node) {
+    if (node.status().code() == Errc::kNotFound) return std::optional<MemberRecord>();
+    return node.status();
+  }
+  auto r = decode_member_record(node->data);
+  if (!r) return r.status();
+  return std::optional<MemberRecord>(*r);
+}
+
+Result<std::vector<MemberRecord>> Registry::members() {
+  auto names = zk_->children(path("compute"));
+  if (!names) return names.status();
+  std::vector<MemberRecord> out;
+  for (const std::string& n : *names) {
+    auto pid = parse_pid_name(n);
+    if (!pid) continue;
+    auto m = member(*pid);
+    if (!m) return m.status();
+    if (*m) out.push_back(**m);
+  }
+  return out;
+}
+
+Result<std::vector<uint16_t>> Registry::pid_children(std::string_view rel, std::function<void()> on_change) {
+  auto names = on_change ? zk_->watch_children(path(rel), std::move(on_change)) : zk_->children(path(rel));
+  if (!names) return names.status();
+  std::vector<uint16_t> out;
+  for (const std::string& n : *names) {
+    if (auto pid = parse_pid_name(n)) out.push_back(*pid);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Result<std::vector<uint16_t>> Registry::failed() { return pid_children("failed", {}); }
+Result<std::vector<uint16_t>> Registry::watch_failed(std::function<void()> on_change) {
+  return pid_children("failed", std::move(on_change));
+}
+Result<std::vector<uint16_t>> Registry::watch_members(std::function<void()> on_change) {
+  return pid_children("compute", std::move(on_change));
+}
+
+Result<std::optional<RecoveryRecord>> Registry::recovery(uint16_t pid) {
+  auto node = zk_->get(path(fmt::format("recoveries/{}", pid)));
+  if (!node) {
+    if (node.status().code() == Errc::kNotFound) return std::optional<RecoveryRecord>();
+    return node.status();
+  }
+  auto r = decode_recovery_record(node->data);
+  if (!r) return r.status();
+  return std::optional<RecoveryRecord>(*r);
+}
+
+Result<std::vector<RecoveryRecord>> Registry::recoveries() {
+  auto pids = pid_children("recoveries", {});
+  if (!pids) return pids.status();
+  std::vector<RecoveryRecord> out;
+  for (uint16_t p : *pids) {
+    auto r = recovery(p);
+    if (!r) return r.status();
+    if (*r) out.push_back(**r);
+  }
+  return out;
+}
+
+Status Registry::start_recovery(const RecoveryRecord& r) {
+  RecoveryRecord started = r;
+  started.step = RecoveryStep::kStarted;
+  auto created = zk_->create(path(fmt::format("recoveries/{}", r.pid)), encode_recovery_record(started));
+  if (!created && created.status().code() != Errc::kAlreadyExists) return created.status();
+  return Status::ok();
+}
+
+Status Registry::publish_failed(const RecoveryRecord& r) {
+  RecoveryRecord published = r;
+  published.step = RecoveryStep::kPublished;
+  std::vector<Op> ops = {Op::create(path(fmt::format("failed/{}", r.pid)), fmt::format("published_ns={}\n",
+                                                                                        now_realtime_ns())),
+                         Op::set(path(fmt::format("recoveries/{}", r.pid)), encode_recovery_record(published))};
+  auto exists = zk_->exists(path(fmt::format("compute/{}", r.pid)));
+  if (!exists) return exists.status();
+  if (*exists) ops.push_back(Op::remove(path(fmt::format("compute/{}", r.pid))));
+  Status s = zk_->multi(ops);
+  if (s.code() == Errc::kAlreadyExists) {
+    // Published by an earlier run; the member node may still be there (it
+    // was removed in the same multi, so only if it was re-created: never).
+    return Status::ok();
+  }
+  return s;
+}
+
+Status Registry::finish_recovery(const RecoveryRecord& r) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto node = zk_->get(path("alloc"));
+    if (!node) return node.status();
+    auto a = decode_alloc_record(node->data);
+    if (!a) return a.status();
+    const size_t before = a->leases.size();
+    std::erase_if(a->leases, [&](const Lease& l) { return l.pid == r.pid; });
+    RecoveryRecord done = r;
+    done.step = RecoveryStep::kDone;
+    std::vector<Op> ops = {Op::set(path(fmt::format("recoveries/{}", r.pid)), encode_recovery_record(done))};
+    if (a->leases.size() != before) ops.push_back(Op::set(path("alloc"), encode_alloc_record(*a), node->stat.version));
+    Status s = zk_->multi(ops);
+    if (s.code() == Errc::kConflict) continue;
+    return s;
+  }
+  return Status(Errc::kUnavailable, "releasing the lane lease lost 100 races in a row");
+}
+
+Status Registry::announce_replica(uint32_t replica_id, const Endpoint& udp) {
+  const std::string p = path(fmt::format("fd/replicas/{}", replica_id));
+  auto created = zk_->create(p, fmt::format("udp={}\n", udp.to_string()), CreateMode::kEphemeral);
+  if (!created) {
+    if (created.status().code() == Errc::kAlreadyExists) {
+      return Status(Errc::kAlreadyExists,
+                    fmt::format("FD replica {} is running already ({} exists); give each replica its own --replica-id",
+                                replica_id, p));
+    }
+    return created.status();
+  }
+  return Status::ok();
+}
+
+namespace {
+Result<std::map<uint32_t, Endpoint>> read_replicas(zk::ZkClient& zk, const std::string& dir,
+                                                   const std::vector<std::string>& names) {
+  std::map<uint32_t, Endpoint> out;
+  for (const std::string& n : names) {
+    auto id = parse_u64(n, "replica id", UINT32_MAX);
+    if (!id) continue;
+    auto node = zk.get(dir + "/" + n);
+    if (!node) {
+      if (node.status().code() == Errc::kNotFound) continue;  // went away meanwhile
+      return node.status();
+    }
+    auto f = parse_fields(node->data, "replica record");
+    if (!f) return f.status();
+    for (const auto& [k, v] : *f) {
+      if (k != "udp") continue;
+      auto ep = parse_endpoint(v);
+      if (!ep) return Status(Errc::kCorrupt, "replica record: " + ep.status().message());
+      out[static_cast<uint32_t>(*id)] = *ep;
+    }
+  }
+  return out;
+}
+}  // namespace
+
+Result<std::map<uint32_t, Endpoint>> Registry::replicas() {
+  auto names = zk_->children(path("fd/replicas"));
+  if (!names) return names.status();
+  return read_replicas(*zk_, path("fd/replicas"), *names);
+}
+
+Result<std::map<uint32_t, Endpoint>> Registry::watch_replicas(std::function<void()> on_change) {
+  auto names = zk_->watch_children(path("fd/replicas"), std::move(on_change));
+  if (!names) return names.status();
+  return read_replicas(*zk_, path("fd/replicas"), *names);
+}
+
+}  // namespace pandora

@@ -1,0 +1,166 @@
+// The cluster's durable coordination state in ZooKeeper (ARCHITECTURE.md 5),
+// defined once here: which znodes exist, what they hold, and the few
+// operations everybody performs on them. All state of the failure detector
+// lives here, so a replica that dies is replaced by another with nothing lost.
+//
+//   <root>/cluster              cluster_id, epoch, memory_nodes       (written by `pandora-ctl init`)
+//   <root>/alloc                next_pid, lane leases                  (versioned read-modify-write)
+//   <root>/compute/<pid>        one registered node: role, lane slot, push endpoint, incarnation, os pid
+//   <root>/failed/<pid>         pids whose recovery is published (failed-ids)
+//   <root>/recoveries/<pid>     one recovery record per failed pid: step and timings
+//   <root>/fd/replicas/<id>     ephemeral: a live FD replica's UDP endpoint
+//   <root>/fd/election/n_       ephemeral sequential: leader election (lowest wins)
+//
+// Node contents are "key=value" lines (readable with zkCli.sh), parsed
+// strictly: unknown keys are kept but ignored, a malformed line is kCorrupt.
+//
+// Pids are handed out from alloc.next_pid upwards and never re-issued (a
+// latch may still carry a retired pid; recycling is a separate scan). Lane
+// slots are leased first-fit from the log area's lanes and released by the
+// recovery coordinator once the owner's lanes are truncated.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/endpoint.h"
+#include "common/lane_map.h"
+#include "common/logger.h"
+#include "common/status.h"
+#include "common/zk/zk_client.h"
+
+namespace pandora {
+
+// What a registered process does (FD replicas that lead register as kFd:
+// they need a data plane to repair memory, run no transactions, and are
+// recovered like any compute node when they die).
+enum class MemberRole : uint8_t { kCompute = 1, kFd = 2 };
+std::string_view member_role_name(MemberRole r);
+
+struct ClusterRecord {
+  uint64_t cluster_id = 0;
+  uint64_t epoch = 1;
+  std::vector<Endpoint> memory_nodes;
+  // The log area's lane geometry, fixed at init from the memory nodes'
+  // regions; the table directory loaded later must agree.
+  uint32_t lane_bytes = 0;
+  uint32_t lanes = 0;
+};
+
+struct MemberRecord {
+  uint16_t pid = 0;
+  MemberRole role = MemberRole::kCompute;
+  LaneSlot slot;
+  std::optional<Endpoint> push;   // where FailedPush messages go
+  uint64_t incarnation = 0;
+  int64_t os_pid = 0;             // the process on its host (for pandora-ctl crash)
+  uint64_t registered_ns = 0;     // CLOCK_REALTIME
+};
+
+enum class RecoveryStep : uint8_t { kStarted = 1, kPublished = 2, kDone = 3 };
+std::string_view recovery_step_name(RecoveryStep s);
+
+struct RecoveryRecord {
+  uint16_t pid = 0;
+  RecoveryStep step = RecoveryStep::kStarted;
+  LaneSlot slot;
+  uint32_t leader_replica = 0;
+  uint64_t detected_ns = 0;       // CLOCK_REALTIME when the leader saw the majority
+  // Durations of each step, in microseconds (of the run that published).
+  uint64_t start_record_us = 0, fence_us = 0, log_recovery_us = 0, truncate_us = 0, publish_us = 0, sweep_us = 0;
+  uint32_t records = 0, rolled_back = 0, rolled_forward = 0, swept = 0;
+};
+
+struct Lease {
+  LaneSlot slot;
+  uint16_t pid = 0;
+};
+
+struct AllocRecord {
+  uint32_t next_pid = 1;
+  std::vector<Lease> leases;  // sorted by first lane
+};
+
+// Text forms (exposed for tests and pandora-ctl).
+std::string encode_cluster_record(const ClusterRecord& r);
+Result<ClusterRecord> decode_cluster_record(std::string_view text);
+std::string encode_member_record(const MemberRecord& r);
+Result<MemberRecord> decode_member_record(std::string_view text);
+std::string encode_recovery_record(const RecoveryRecord& r);
+Result<RecoveryRecord> decode_recovery_record(std::string_view text);
+std::string encode_alloc_record(const AllocRecord& r);
+Result<AllocRecord> decode_alloc_record(std::string_view text);
+
+// First-fit lease of `count` lanes among `lanes`; nullopt when none fits.
+std::optional<LaneSlot> find_free_slot(const AllocRecord& a, uint32_t count, uint32_t lanes);
+
+class Registry {
+ public:
+  // Connects and checks <root>/cluster: kNotFound ("run pandora-ctl init")
+  // when absent, kMismatch naming both ids when it belongs to another
+  // cluster id.
+  static Result<std::unique_ptr<Registry>> open(const zk::ZkOptions& zk, std::string root, uint64_t cluster_id,
+                                                const Logger& logger);
+  // Creates the tree for `record` (idempotent for the same cluster id;
+  // kMismatch for another one).
+  static Status init(const zk::ZkOptions& zk, const std::string& root, const ClusterRecord& record,
+                     const Logger& logger);
+
+  const std::string& root() const { return root_; }
+  const ClusterRecord& cluster() const { return cluster_; }
+  zk::ZkClient& zk() { return *zk_; }
+
+  // Allocates a pid and leases `lanes` lanes (first-fit in the cluster
+  // record's log area) in one atomic multi with <root>/compute/<pid>;
+  // retries lost races. kUnavailable when the log area has no free run of
+  // that many lanes (the message says how many are leased) or pids are
+  // exhausted. Returns `record` with pid and slot filled in.
+  Result<MemberRecord> register_member(MemberRecord record, uint32_t lanes);
+
+  Result<std::vector<MemberRecord>> members();
+  Result<std::optional<MemberRecord>> member(uint16_t pid);
+  // The current failed-ids (sorted).
+  Result<std::vector<uint16_t>> failed();
+  // As failed(), and calls `on_change` once when the set changes next.
+  Result<std::vector<uint16_t>> watch_failed(std::function<void()> on_change);
+  Result<std::vector<uint16_t>> watch_members(std::function<void()> on_change);
+
+  // Recovery records.
+  Result<std::optional<RecoveryRecord>> recovery(uint16_t pid);
+  Result<std::vector<RecoveryRecord>> recoveries();
+  // Creates the record at kStarted (ok when one exists: a re-run).
+  Status start_recovery(const RecoveryRecord& r);
+  // The publishing write, one multi: <root>/failed/<pid> created, the
+  // recovery record set to kPublished with `r`'s timings, <root>/compute/<pid>
+  // removed. Ok when already published (a re-run).
+  Status publish_failed(const RecoveryRecord& r);
+  // Off the critical path: drops the pid's lane lease and marks the record kDone.
+  Status finish_recovery(const RecoveryRecord& r);
+  Result<AllocRecord> alloc();
+
+  // FD replicas (ephemeral): announce this replica's UDP endpoint; list them.
+  Status announce_replica(uint32_t replica_id, const Endpoint& udp);
+  Result<std::map<uint32_t, Endpoint>> replicas();
+  Result<std::map<uint32_t, Endpoint>> watch_replicas(std::function<void()> on_change);
+
+  std::string path(std::string_view rel) const { return root_ + "/" + std::string(rel); }
+
+ private:
+  Registry(std::unique_ptr<zk::ZkClient> zk, std::string root, ClusterRecord cluster, const Logger& logger)
+      : zk_(std::move(zk)), root_(std::move(root)), cluster_(std::move(cluster)), logger_(logger) {}
+  Result<std::vector<uint16_t>> pid_children(std::string_view rel, std::function<void()> on_change);
+
+  std::unique_ptr<zk::ZkClient> zk_;
+  std::string root_;
+  ClusterRecord cluster_;
+  Logger logger_;
+};
+
+}  // namespace pandora

@@ -1,0 +1,237 @@
+// The ZooKeeper registry (recovery/registry.h): record formats, lane-slot
+// leasing, and - against a real 3-server ensemble and real memory daemons -
+// registration, refusal of bad input, and thousands of compute-node
+// lifetimes on a default-sized log area (pids retire, lane slots come back).
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "compute/loader.h"
+#include "recovery/recovery_coordinator.h"
+#include "recovery/registry.h"
+#include "tests/support/memd_cluster.h"
+#include "testing/zk_ensemble.h"
+
+namespace pandora {
+namespace {
+
+TEST(RegistryRecords, RoundTripAndStrictParsing) {
+  ClusterRecord c;
+  c.cluster_id = 0xabc;
+  c.epoch = 3;
+  c.memory_nodes = {Endpoint{"127.0.0.1", 7000}, Endpoint{"127.0.0.1", 7001}};
+  c.lane_bytes = 16384;
+  c.lanes = 1024;
+  auto c2 = decode_cluster_record(encode_cluster_record(c));
+  ASSERT_TRUE(c2) << c2.status().to_string();
+  EXPECT_EQ(c2->cluster_id, 0xabcu);
+  EXPECT_EQ(c2->epoch, 3u);
+  ASSERT_EQ(c2->memory_nodes.size(), 2u);
+  EXPECT_EQ(c2->memory_nodes[1].port, 7001);
+  EXPECT_EQ(c2->lanes, 1024u);
+
+  MemberRecord m;
+  m.pid = 77;
+  m.role = MemberRole::kFd;
+  m.slot = LaneSlot{130, 65};
+  m.push = Endpoint{"127.0.0.1", 4242};
+  m.incarnation = 0xfeed;
+  m.os_pid = 1234;
+  auto m2 = decode_member_record(encode_member_record(m));
+  ASSERT_TRUE(m2) << m2.status().to_string();
+  EXPECT_EQ(m2->pid, 77);
+  EXPECT_EQ(m2->role, MemberRole::kFd);
+  EXPECT_EQ(m2->slot, (LaneSlot{130, 65}));
+  ASSERT_TRUE(m2->push);
+  EXPECT_EQ(m2->push->port, 4242);
+  EXPECT_EQ(m2->incarnation, 0xfeedu);
+
+  RecoveryRecord r;
+  r.pid = 9;
+  r.step = RecoveryStep::kPublished;
+  r.slot = LaneSlot{0, 5};
+  r.fence_us = 11;
+  r.log_recovery_us = 22;
+  r.records = 3;
+  auto r2 = decode_recovery_record(encode_recovery_record(r));
+  ASSERT_TRUE(r2) << r2.status().to_string();
+  EXPECT_EQ(r2->step, RecoveryStep::kPublished);
+  EXPECT_EQ(r2->fence_us, 11u);
+  EXPECT_EQ(r2->log_recovery_us, 22u);
+  EXPECT_EQ(r2->records, 3u);
+
+  // Malformed text is refused with a message, never half-parsed.
+  EXPECT_EQ(decode_member_record("pid=5\nslot=nonsense\n").status().code(), Errc::kCorrupt);
+  EXPECT_EQ(decode_member_record("pid=70000\n").status().code(), Errc::kCorrupt);
+  EXPECT_EQ(decode_member_record("no equals sign\n").status().code(), Errc::kCorrupt);
+  EXPECT_EQ(decode_cluster_record("epoch=1\n").status().code(), Errc::kCorrupt);  // no cluster id
+  EXPECT_EQ(decode_recovery_record("pid=1\nstep=sideways\n").status().code(), Errc::kCorrupt);
+  EXPECT_EQ(decode_alloc_record("next_pid=0\n").status().code(), Errc::kCorrupt);
+}
+
+TEST(RegistryRecords, FirstFitLeasesReuseFreedRuns) {
+  AllocRecord a;
+  EXPECT_EQ(find_free_slot(a, 65, 1024), (LaneSlot{0, 65}));
+  a.leases = {Lease{LaneSlot{0, 65}, 1}, Lease{LaneSlot{65, 65}, 2}, Lease{LaneSlot{200, 10}, 3}};
+  EXPECT_EQ(find_free_slot(a, 65, 1024), (LaneSlot{130, 65}));  // the freed run 130..199
+  EXPECT_EQ(find_free_slot(a, 70, 1024), (LaneSlot{130, 70}));
+  EXPECT_EQ(find_free_slot(a, 71, 1024), (LaneSlot{210, 71}));  // 130..199 holds only 70
+  EXPECT_EQ(find_free_slot(a, 815, 1024), std::nullopt);  // 210 + 815 > 1024
+  EXPECT_EQ(find_free_slot(a, 814, 1024), (LaneSlot{210, 814}));
+  auto round = decode_alloc_record(encode_alloc_record(a));
+  ASSERT_TRUE(round);
+  ASSERT_EQ(round->leases.size(), 3u);
+  EXPECT_EQ(round->leases[2].pid, 3);
+}
+
+// One ensemble and two memory daemons for every ZooKeeper test of this
+// process (ctest runs each test in its own process).
+class RegistryZkTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testing::TempDir();
+    zk_ = new testing::ZkEnsemble(dir_->path() + "/zk");
+    start_ = zk_->start();
+  }
+  static void TearDownTestSuite() {
+    delete zk_;
+    delete dir_;
+  }
+  void SetUp() override { ASSERT_TRUE(start_) << start_.to_string(); }
+
+  zk::ZkOptions zk_options() const {
+    zk::ZkOptions o;
+    o.hosts = zk_->hosts();
+    return o;
+  }
+  // A fresh cluster tree per test.
+  std::string root(std::string_view name) const { return "/t-" + std::string(name); }
+
+  static inline testing::TempDir* dir_ = nullptr;
+  static inline testing::ZkEnsemble* zk_ = nullptr;
+  static inline Status start_;
+  Logger log_{"test", LogLevel::kError};
+};
+
+TEST_F(RegistryZkTest, RefusesAnotherClustersTreeAndAMissingOne) {
+  ClusterRecord c;
+  c.cluster_id = 0x1111;
+  c.memory_nodes = {Endpoint{"127.0.0.1", 7000}};
+  c.lane_bytes = 4096;
+  c.lanes = 64;
+  ASSERT_TRUE(Registry::init(zk_options(), root("other"), c, log_));
+  ASSERT_TRUE(Registry::init(zk_options(), root("other"), c, log_));  // idempotent
+  ClusterRecord other = c;
+  other.cluster_id = 0x2222;
+  Status s = Registry::init(zk_options(), root("other"), other, log_);
+  EXPECT_EQ(s.code(), Errc::kMismatch);
+  EXPECT_NE(s.message().find("0x1111"), std::string::npos) << s.message();
+  auto opened = Registry::open(zk_options(), root("other"), 0x2222, log_);
+  ASSERT_FALSE(opened);
+  EXPECT_EQ(opened.status().code(), Errc::kMismatch);
+  EXPECT_NE(opened.status().message().find("0x2222"), std::string::npos);
+  auto missing = Registry::open(zk_options(), root("nothing-here"), 0x1111, log_);
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.status().code(), Errc::kNotFound);
+  EXPECT_NE(missing.status().message().find("pandora-ctl init"), std::string::npos);
+}
+
+TEST_F(RegistryZkTest, RegistrationLeasesDisjointSlotsAndNeverReissuesAPid) {
+  ClusterRecord c;
+  c.cluster_id = 0x3333;
+  c.memory_nodes = {Endpoint{"127.0.0.1", 7000}};
+  c.lane_bytes = 4096;
+  c.lanes = 200;
+  ASSERT_TRUE(Registry::init(zk_options(), root("lease"), c, log_));
+  auto reg = Registry::open(zk_options(), root("lease"), 0x3333, log_);
+  ASSERT_TRUE(reg) << reg.status().to_string();
+  std::set<uint16_t> pids;
+  std::vector<LaneSlot> slots;
+  for (int i = 0; i < 3; ++i) {
+    auto m = (*reg)->register_member(MemberRecord{}, 65);
+    ASSERT_TRUE(m) << m.status().to_string();
+    EXPECT_TRUE(pids.insert(m->pid).second);
+    for (const LaneSlot& s : slots) EXPECT_FALSE(s.overlaps(m->slot));
+    slots.push_back(m->slot);
+  }
+  // 3 x 65 = 195 of 200 lanes: a fourth does not fit, and says why.
+  auto full = (*reg)->register_member(MemberRecord{}, 65);
+  ASSERT_FALSE(full);
+  EXPECT_EQ(full.status().code(), Errc::kUnavailable);
+  EXPECT_NE(full.status().message().find("--log-size"), std::string::npos) << full.status().message();
+
+  // A pid already registered cannot be taken again, even if the alloc
+  // record is rolled back by hand: the create of compute/<pid> refuses it.
+  auto a = (*reg)->alloc();
+  ASSERT_TRUE(a);
+  AllocRecord rolled = *a;
+  rolled.next_pid = *pids.begin();
+  rolled.leases.clear();
+  ASSERT_TRUE((*reg)->zk().set((*reg)->path("alloc"), encode_alloc_record(rolled)));
+  auto taken = (*reg)->register_member(MemberRecord{}, 5);
+  ASSERT_FALSE(taken);
+  EXPECT_EQ(taken.status().code(), Errc::kAlreadyExists);
+  EXPECT_NE(taken.status().message().find("is registered already"), std::string::npos);
+}
+
+// Thousands of compute-node lifetimes on a default-sized log area: each
+// registers (a 64-coordinator slot, as the default fixed slot had), is
+// recovered as failed (fenced at the real daemons, lanes read and
+// truncated, published, lease released). With lanes bound to pids a
+// default cluster survived 16 lifetimes.
+TEST_F(RegistryZkTest, ThousandsOfComputeLifetimesRunOnADefaultLogArea) {
+  testing::MemdCluster memds(2, "48M", "16M");  // memd's default --log-size
+  ASSERT_TRUE(memds.ok()) << memds.error();
+  ComputeConfig base = memds.config(1, Backend::kTcp, 2);
+  ClusterRecord c;
+  c.cluster_id = base.cluster_id;
+  c.memory_nodes = base.memory_nodes;
+  c.lane_bytes = 16384;
+  c.lanes = static_cast<uint32_t>((16u << 20) / c.lane_bytes);
+  ASSERT_TRUE(Registry::init(zk_options(), root("lifetimes"), c, log_));
+  auto reg = Registry::open(zk_options(), root("lifetimes"), c.cluster_id, log_);
+  ASSERT_TRUE(reg) << reg.status().to_string();
+
+  // The recovery coordinator's own data plane: a kFd member.
+  auto leader = (*reg)->register_member(MemberRecord{.role = MemberRole::kFd}, 2);
+  ASSERT_TRUE(leader) << leader.status().to_string();
+  ComputeConfig lc = base;
+  lc.compute_id = leader->pid;
+  lc.lane_slot = leader->slot;
+  lc.lane_bytes = c.lane_bytes;
+  lc.threads = 1;
+  lc.coordinators = 1;
+  auto cluster = Cluster::connect(lc, log_);
+  ASSERT_TRUE(cluster) << cluster.status().to_string();
+  std::vector<TableSpec> specs = {TableSpec{.id = 1, .name = "t", .value_size = 16, .expected_rows = 1024}};
+  CreateTablesOptions copts;
+  ASSERT_TRUE(create_tables(**cluster, specs, copts));
+  ASSERT_TRUE((*cluster)->load_directory());
+  RecoveryCoordinatorOptions ro;
+  ro.cluster_id = c.cluster_id;
+  ro.secret = base.secret;
+  RecoveryCoordinator coord(**reg, **cluster, ro, log_, {});
+
+  constexpr int kLifetimes = 2000;
+  const uint32_t lanes = ComputeConfig{.threads = 1, .coordinators = 64}.lanes_needed();
+  uint16_t last_pid = leader->pid;
+  for (int i = 0; i < kLifetimes; ++i) {
+    auto m = (*reg)->register_member(MemberRecord{}, lanes);
+    ASSERT_TRUE(m) << "lifetime " << i << ": " << m.status().to_string();
+    ASSERT_GT(m->pid, last_pid) << "a pid was re-issued";
+    last_pid = m->pid;
+    auto rec = coord.recover(m->pid, 0);
+    ASSERT_TRUE(rec) << "lifetime " << i << ": " << rec.status().to_string();
+    ASSERT_EQ(rec->step, RecoveryStep::kDone);
+  }
+  auto failed = (*reg)->failed();
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->size(), static_cast<size_t>(kLifetimes));
+  auto a = (*reg)->alloc();
+  ASSERT_TRUE(a);
+  ASSERT_EQ(a->leases.size(), 1u);  // only the coordinator's own slot is still leased
+  EXPECT_EQ(a->leases[0].pid, leader->pid);
+}
+
+}  // namespace
+}  // namespace pandora
