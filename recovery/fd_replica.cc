@@ -123,6 +123,14 @@ class Replica {
       auto m = registry_->member(p);
       if (!m || !*m) continue;
       if ((*m)->role != MemberRole::kCompute) continue;  // FD leaders send no heartbeats
+      if (!(*m)->push) {
+        // Registered but not heartbeating yet: its record names its push
+        // endpoint once its heartbeats flow; watching it earlier could fail
+        // it before its first heartbeat. Re-read when the record changes.
+        (void)registry_->zk().watch_get(registry_->path(fmt::format("compute/{}", p)),
+                                        [this] { flags_.members = true; });
+        continue;
+      }
       now.insert(p);
     }
     for (uint16_t p : now) {
@@ -192,8 +200,15 @@ class Replica {
         drop_data_plane_if_broken(rec.status());
         return 0;
       }
-      detector_->unwatch(wire::SenderKind::kCompute, pid);
-      watched_.erase(pid);
+      // Every pid this recovery covered (ford recovers nodes that failed
+      // during its pause in the same pause).
+      auto failed = registry_->failed();
+      for (uint16_t w : std::set<uint16_t>(watched_)) {
+        if (w == pid || (failed && std::binary_search(failed->begin(), failed->end(), w))) {
+          detector_->unwatch(wire::SenderKind::kCompute, w);
+          watched_.erase(w);
+        }
+      }
     }
     return 0;
   }
@@ -259,6 +274,13 @@ class Replica {
     ro.secret = o_.secret;
     ro.replica_id = o_.replica_id;
     fd::Detector* det = detector_.get();
+    ro.failed_now = [det] {
+      std::vector<uint16_t> out;
+      for (const fd::FailedNode& f : det->wait_failed(std::chrono::milliseconds(0))) {
+        if (f.kind == wire::SenderKind::kCompute) out.push_back(static_cast<uint16_t>(f.id));
+      }
+      return out;
+    };
     lead_->coordinator = std::make_unique<RecoveryCoordinator>(
         *registry_, *lead_->cluster, ro, log_.child("recovery"),
         [det](std::span<const Endpoint> to, std::span<const uint16_t> pids) { (void)det->push_failed(to, pids); },

@@ -1,6 +1,7 @@
 #include "recovery/membership.h"
 
 #include <sys/random.h>
+#include <thread>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -34,6 +35,11 @@ Result<std::unique_ptr<Membership>> Membership::join(const MembershipOptions& o,
     lo.secret = o.secret;
     lo.pid = m->record_.pid;
     lo.heartbeat_period = o.heartbeat_period;
+    // Heartbeat every replica from the first moment: replicas start
+    // watching this pid as soon as its record names a push endpoint.
+    if (auto reps = m->registry_->replicas()) {
+      for (const auto& [id, ep] : *reps) lo.replicas.push_back(ep);
+    }
     Membership* self = m.get();
     auto link = FdLink::start(lo, [self](uint16_t pid) { self->learn(pid, true); }, logger.child("fd-link"));
     if (!link) return link.status();
@@ -139,17 +145,60 @@ void Membership::refresh_replicas() {
   if (Status s = link_->set_replicas(std::move(to)); !s) logger_.warn("FD replicas: {}", s.to_string());
 }
 
+void Membership::ack_pause(uint64_t epoch) {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    ack_wanted_ = epoch;
+  }
+  cv_.notify_all();
+}
+
+void Membership::refresh_pause() {
+  auto epoch = registry_->watch_pause([this] {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      pause_changed_ = true;
+    }
+    cv_.notify_all();
+  });
+  if (!epoch) {
+    logger_.warn("reading the pause state from ZooKeeper: {}", epoch.status().to_string());
+    std::lock_guard<std::mutex> g(mu_);
+    pause_changed_ = true;
+    return;
+  }
+  const uint64_t before = pause_epoch_.exchange(*epoch, std::memory_order_acq_rel);
+  if (before != *epoch) {
+    if (*epoch) logger_.info("stop-the-world pause {} requested: parking", *epoch);
+    else logger_.info("pause over: resuming");
+  }
+}
+
 void Membership::watch_loop() {
   for (;;) {
-    bool failed = false, replicas = false;
+    bool failed = false, replicas = false, pause = false;
+    uint64_t ack = 0;
     {
       std::unique_lock<std::mutex> g(mu_);
       // Wakes on a watch; the timeout retries reads that failed (no quorum).
-      cv_.wait_for(g, std::chrono::milliseconds(500),
-                   [&] { return closing_ || failed_changed_ || replicas_changed_; });
+      cv_.wait_for(g, std::chrono::milliseconds(500), [&] {
+        return closing_ || failed_changed_ || replicas_changed_ || pause_changed_ || ack_wanted_ != acked_;
+      });
       if (closing_) return;
       failed = std::exchange(failed_changed_, false);
       replicas = std::exchange(replicas_changed_, false);
+      pause = std::exchange(pause_changed_, false);
+      ack = ack_wanted_;
+    }
+    if (pause) refresh_pause();
+    if (ack != 0 && ack != acked_ && ack == pause_epoch_.load(std::memory_order_acquire)) {
+      if (Status s = registry_->ack_pause(record_.pid, ack); s) acked_ = ack;
+      else {
+        logger_.warn("acknowledging pause {}: {} (retrying)", ack, s.to_string());
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    } else if (ack != 0 && ack != pause_epoch_.load(std::memory_order_acquire)) {
+      acked_ = ack;  // a pause already over: nothing to acknowledge
     }
     if (replicas) refresh_replicas();
     // Before attach() nothing is merged; attach() reads and raises the flag.
@@ -170,6 +219,11 @@ Result<std::unique_ptr<Membership>> join_as_compute_node(ComputeConfig& c, const
   auto m = Membership::join(o, logger);
   if (!m) return m.status();
   const ClusterRecord& cr = (*m)->registry().cluster();
+  if (protocol_name(c.protocol) != cr.protocol) {
+    return Status(Errc::kMismatch, fmt::format("this cluster runs protocol {} (pandora-ctl init --protocol); "
+                                               "--protocol {} would mix latch and log formats",
+                                               cr.protocol, protocol_name(c.protocol)));
+  }
   if (c.memory_nodes.empty()) c.memory_nodes = cr.memory_nodes;
   if (c.replicas == 0) c.replicas = static_cast<uint32_t>(std::min<size_t>(2, c.memory_nodes.size()));
   if (cr.lane_bytes != 0) c.lane_bytes = cr.lane_bytes;

@@ -70,6 +70,14 @@ class Membership {
   // data connections closed (or idle for good).
   Status leave();
 
+  // ford's stop-the-world pause (recovery/recovery_coordinator.h): the
+  // epoch every coordinator must park for, 0 when none is in progress.
+  uint64_t pause_requested() const { return pause_epoch_.load(std::memory_order_acquire); }
+  // Every coordinator is parked between transactions (holds no latch) for
+  // `epoch`: acknowledge it to the recovery coordinator (through
+  // ZooKeeper, from this object's own thread; returns at once).
+  void ack_pause(uint64_t epoch);
+
   uint64_t pushes_received() const { return pushes_.load(std::memory_order_relaxed); }
 
  private:
@@ -81,6 +89,7 @@ class Membership {
   void watch_loop();
   void refresh_failed();
   void refresh_replicas();
+  void refresh_pause();
 
   Logger logger_;
   std::unique_ptr<Registry> registry_;
@@ -94,6 +103,10 @@ class Membership {
   std::condition_variable cv_;
   bool failed_changed_ = true;    // guarded by mu_
   bool replicas_changed_ = true;  // guarded by mu_
+  bool pause_changed_ = true;     // guarded by mu_
+  uint64_t ack_wanted_ = 0;       // guarded by mu_
+  uint64_t acked_ = 0;            // watcher thread only
+  std::atomic<uint64_t> pause_epoch_{0};
   bool closing_ = false;          // guarded by mu_
   std::function<void()> on_fenced_;
   std::thread watcher_;

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <thread>
+
+#include "recovery/ford_recovery.h"
 #include "recovery/log_recovery.h"
 
 namespace pandora {
@@ -88,6 +92,7 @@ Result<RecoveryRecord> RecoveryCoordinator::recover(uint16_t pid, uint64_t detec
     if (rec.slot.empty()) {
       return Status(Errc::kCorrupt, fmt::format("pid {} has no lane slot on record: cannot read its logs", pid));
     }
+    if (registry_.cluster().protocol == "ford") return recover_stopped_world(pid, rec);
 
     // 1. The start record (ZooKeeper write 1).
     auto t = Clock::now();
@@ -151,6 +156,119 @@ Result<RecoveryRecord> RecoveryCoordinator::recover(uint16_t pid, uint64_t detec
                "truncate {} us, publish {} us, {} latches swept",
                pid, rec.fence_us, rec.log_recovery_us, rec.records, rec.rolled_back, rec.rolled_forward,
                rec.truncate_us, rec.publish_us, rec.swept);
+  return rec;
+}
+
+Result<RecoveryRecord> RecoveryCoordinator::recover_stopped_world(uint16_t pid, RecoveryRecord rec) {
+  auto t = Clock::now();
+  if (Status s = registry_.start_recovery(rec); !s) return s;
+  rec.start_record_us = us_since(t);
+  t = Clock::now();
+  if (Status s = fence_everywhere(pid); !s) return s;
+  rec.fence_us = us_since(t);
+
+  // Stop the world: every live compute node parks and acknowledges.
+  const auto pause_start = Clock::now();
+  const uint64_t epoch = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  std::vector<uint16_t> batch{pid};
+  if (Status s = registry_.begin_pause(epoch, batch); !s) return s;
+  // Whatever happens below, the world resumes (a dead leader's pause is
+  // taken over by the next one, which resumes it).
+  struct Resume {
+    Registry& r;
+    Logger& log;
+    ~Resume() {
+      if (Status s = r.end_pause(); !s) log.warn("ending the pause: {}", s.to_string());
+    }
+  } resume{registry_, logger_};
+  const auto deadline = Clock::now() + options_.park_timeout;
+  for (;;) {
+    auto members = registry_.members();
+    if (!members) return members.status();
+    auto acks = registry_.pause_acks(epoch);
+    if (!acks) return acks.status();
+    std::vector<uint16_t> missing;
+    for (const MemberRecord& m : *members) {
+      if (m.role != MemberRole::kCompute || std::find(batch.begin(), batch.end(), m.pid) != batch.end()) continue;
+      if (!std::binary_search(acks->begin(), acks->end(), m.pid)) missing.push_back(m.pid);
+    }
+    if (missing.empty()) break;
+    if (options_.failed_now) {
+      bool added = false;
+      for (uint16_t f : options_.failed_now()) {
+        if (std::find(missing.begin(), missing.end(), f) == missing.end()) continue;
+        logger_.info("pid {} failed too: recovering it in this pause", f);
+        if (Status s = fence_everywhere(f); !s) return s;
+        batch.push_back(f);
+        added = true;
+      }
+      if (added) continue;
+    }
+    if (Clock::now() > deadline) {
+      // A node that cannot park holds latches nobody can tell apart: it is
+      // treated as failed, fenced and recovered in this same pause.
+      for (uint16_t m : missing) {
+        logger_.warn("pid {} did not park within {} ms: fencing and recovering it in this pause", m,
+                     options_.park_timeout.count());
+        if (Status s = fence_everywhere(m); !s) return s;
+        batch.push_back(m);
+      }
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+
+  const auto conns = cluster_.bootstrap_connections();
+  t = Clock::now();
+  std::vector<RecoveryRecord> recs;
+  for (uint16_t p : batch) {
+    RecoveryRecord r = rec;
+    r.pid = p;
+    if (p != pid) {
+      auto m = registry_.member(p);
+      if (!m) return m.status();
+      if (!*m) continue;
+      r.slot = (*m)->slot;
+      if (Status s = registry_.start_recovery(r); !s) return s;
+    }
+    auto report = recover_ford_logs(cluster_, conns, p, r.slot, logger_, crash_);
+    if (!report) return report.status();
+    r.records = report->records;
+    r.rolled_back = report->rolled_back;
+    r.rolled_forward = report->rolled_forward;
+    recs.push_back(r);
+  }
+  const uint64_t log_us = us_since(t);
+  t = Clock::now();
+  for (const RecoveryRecord& r : recs) {
+    if (Status s = truncate_ford_lanes(cluster_, conns, r.slot, crash_); !s) return s;
+  }
+  const uint64_t truncate_us = us_since(t);
+  t = Clock::now();
+  auto scan = release_all_latches(cluster_, conns, logger_, crash_);
+  if (!scan) return scan.status();
+  const uint64_t scan_us = us_since(t);
+  for (RecoveryRecord& r : recs) {
+    r.log_recovery_us = log_us;
+    r.truncate_us = truncate_us;
+    r.scan_us = scan_us;
+    r.swept = scan->released;
+    r.pause_us = us_since(pause_start);
+    t = Clock::now();
+    if (Status s = registry_.publish_failed(r); !s) return s;
+    r.publish_us = us_since(t);
+    cluster_.failed_ids().add(r.pid);
+    if (Status s = registry_.finish_recovery(r); !s) return s;
+    r.step = RecoveryStep::kDone;
+  }
+  logger_.info("recovered {} pid(s) with the world stopped: pause {} us (log recovery {} us, latch scan {} us over {} "
+               "slots, {} latches released)",
+               recs.size(), us_since(pause_start), log_us, scan_us, scan->slots, scan->released);
+  for (const RecoveryRecord& r : recs) {
+    if (r.pid == pid) return r;
+  }
   return rec;
 }
 

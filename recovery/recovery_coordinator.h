@@ -15,6 +15,14 @@
 // decision; truncation only zeroes what the first run already decided;
 // publishing twice finds failed/<pid> there; the sweep CASes exact words.
 //
+// ford (the cluster record's protocol): latches carry no owner, so they can
+// be neither stolen nor told apart; recovery stops the world instead
+// (recovery/ford_recovery.h): after the fence, every live compute node is
+// asked through ZooKeeper (<root>/pause) to park all of its coordinators
+// between transactions and acknowledges; then the undo records are decided,
+// the lanes truncated, every slot of every node scanned and every latch
+// released; publish; resume. The pause grows with the data (the scan).
+//
 // The start record is not strictly needed for safety (the fence bits are
 // persistent and a replacement leader re-detects a pid that is still
 // registered but silent); it is written so that pandora-ctl can show a
@@ -44,6 +52,14 @@ struct RecoveryCoordinatorOptions {
   std::string secret;            // for the admin sessions that fence
   uint32_t replica_id = 0;       // recorded in the recovery record
   std::chrono::milliseconds control_timeout{2000};
+  // ford: how long to wait for every live compute node to park before the
+  // ones that have not are treated as failed too (fenced, recovered in the
+  // same pause).
+  std::chrono::milliseconds park_timeout{10000};
+  // ford: compute pids the failure detector has found failed right now
+  // (optional). They cannot park: they are recovered in the same pause
+  // instead of being waited for.
+  std::function<std::vector<uint16_t>()> failed_now;
 };
 
 // Sends the authenticated FailedPush for `pids` to `to` (the detector's).
@@ -91,8 +107,11 @@ class RecoveryCoordinator {
   Cluster& cluster_;
   RecoveryCoordinatorOptions options_;
   Logger logger_;
+  Result<RecoveryRecord> recover_stopped_world(uint16_t pid, RecoveryRecord rec);
+
   FailedPusher push_;
   CrashInjector* crash_;
+  uint64_t pause_epoch_ = 0;
 };
 
 }  // namespace pandora

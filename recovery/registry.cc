@@ -90,8 +90,8 @@ std::string_view recovery_step_name(RecoveryStep s) {
 std::string encode_cluster_record(const ClusterRecord& r) {
   std::string nodes;
   for (const Endpoint& e : r.memory_nodes) nodes += (nodes.empty() ? "" : ",") + e.to_string();
-  return fmt::format("cluster_id={:#x}\nepoch={}\nmemory_nodes={}\nlane_bytes={}\nlanes={}\n", r.cluster_id, r.epoch,
-                     nodes, r.lane_bytes, r.lanes);
+  return fmt::format("cluster_id={:#x}\nepoch={}\nmemory_nodes={}\nlane_bytes={}\nlanes={}\nprotocol={}\n",
+                     r.cluster_id, r.epoch, nodes, r.lane_bytes, r.lanes, r.protocol);
 }
 
 Result<ClusterRecord> decode_cluster_record(std::string_view text) {
@@ -119,6 +119,11 @@ Result<ClusterRecord> decode_cluster_record(std::string_view text) {
         r.memory_nodes.push_back(*ep);
         pos = c + 1;
       }
+    } else if (k == "protocol") {
+      if (v != "pandora" && v != "ford" && v != "log-a-latch") {
+        return Status(Errc::kCorrupt, fmt::format("cluster record: unknown protocol '{}'", v));
+      }
+      r.protocol = v;
     } else if (k == "lane_bytes" || k == "lanes") {
       auto x = parse_u64(v, k, UINT32_MAX);
       if (!x) return x.status();
@@ -174,10 +179,10 @@ std::string encode_recovery_record(const RecoveryRecord& r) {
   return fmt::format(
       "pid={}\nstep={}\nslot={}\nleader_replica={}\ndetected_ns={}\nstart_record_us={}\nfence_us={}\n"
       "log_recovery_us={}\ntruncate_us={}\npublish_us={}\nsweep_us={}\nrecords={}\nrolled_back={}\n"
-      "rolled_forward={}\nswept={}\n",
+      "rolled_forward={}\nswept={}\npause_us={}\nscan_us={}\n",
       r.pid, recovery_step_name(r.step), slot_text(r.slot), r.leader_replica, r.detected_ns, r.start_record_us,
       r.fence_us, r.log_recovery_us, r.truncate_us, r.publish_us, r.sweep_us, r.records, r.rolled_back,
-      r.rolled_forward, r.swept);
+      r.rolled_forward, r.swept, r.pause_us, r.scan_us);
 }
 
 Result<RecoveryRecord> decode_recovery_record(std::string_view text) {
@@ -188,7 +193,8 @@ Result<RecoveryRecord> decode_recovery_record(std::string_view text) {
       {"detected_ns", &r.detected_ns},   {"start_record_us", &r.start_record_us},
       {"fence_us", &r.fence_us},         {"log_recovery_us", &r.log_recovery_us},
       {"truncate_us", &r.truncate_us},   {"publish_us", &r.publish_us},
-      {"sweep_us", &r.sweep_us}};
+      {"sweep_us", &r.sweep_us},         {"pause_us", &r.pause_us},
+      {"scan_us", &r.scan_us}};
   const std::map<std::string, uint32_t*> u32s = {{"leader_replica", &r.leader_replica},
                                                  {"records", &r.records},
                                                  {"rolled_back", &r.rolled_back},
@@ -477,6 +483,65 @@ Status Registry::finish_recovery(const RecoveryRecord& r) {
     return s;
   }
   return Status(Errc::kUnavailable, "releasing the lane lease lost 100 races in a row");
+}
+
+Status Registry::begin_pause(uint64_t epoch, const std::vector<uint16_t>& failed) {
+  std::string pids;
+  for (uint16_t p : failed) pids += (pids.empty() ? "" : ",") + std::to_string(p);
+  const std::string data = fmt::format("epoch={}\nfailed={}\n", epoch, pids);
+  auto created = zk_->create(path("pause"), data);
+  if (created) return Status::ok();
+  if (created.status().code() != Errc::kAlreadyExists) return created.status();
+  return zk_->set(path("pause"), data);  // a dead leader's pause: take it over with the new epoch
+}
+
+Result<std::vector<uint16_t>> Registry::pause_acks(uint64_t epoch) {
+  auto names = zk_->children(path("pause"));
+  if (!names) return names.status();
+  std::vector<uint16_t> out;
+  for (const std::string& n : *names) {
+    auto pid = parse_pid_name(n);
+    if (!pid) continue;
+    auto node = zk_->get(path("pause/" + n));
+    if (!node) continue;
+    if (node->data == fmt::format("epoch={}\n", epoch)) out.push_back(*pid);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Status Registry::end_pause() {
+  auto names = zk_->children(path("pause"));
+  if (!names) return names.status().code() == Errc::kNotFound ? Status::ok() : names.status();
+  std::vector<Op> ops;
+  for (const std::string& n : *names) ops.push_back(Op::remove(path("pause/" + n)));
+  ops.push_back(Op::remove(path("pause")));
+  Status s = zk_->multi(ops);
+  if (s.code() == Errc::kNotFound) return end_pause();  // an ack vanished meanwhile (its node died): again
+  return s;
+}
+
+Result<uint64_t> Registry::watch_pause(std::function<void()> on_change) {
+  auto exists = zk_->watch_exists(path("pause"), std::move(on_change));
+  if (!exists) return exists.status();
+  if (!*exists) return uint64_t{0};
+  auto node = zk_->get(path("pause"));
+  if (!node) return node.status().code() == Errc::kNotFound ? Result<uint64_t>(uint64_t{0}) : node.status();
+  auto f = parse_fields(node->data, "pause record");
+  if (!f) return f.status();
+  for (const auto& [k, v] : *f) {
+    if (k == "epoch") return parse_u64(v, k);
+  }
+  return Status(Errc::kCorrupt, "pause record without an epoch");
+}
+
+Status Registry::ack_pause(uint16_t pid, uint64_t epoch) {
+  const std::string p = path(fmt::format("pause/{}", pid));
+  const std::string data = fmt::format("epoch={}\n", epoch);
+  auto created = zk_->create(p, data, CreateMode::kEphemeral);
+  if (created) return Status::ok();
+  if (created.status().code() == Errc::kAlreadyExists) return zk_->set(p, data);
+  return created.status();
 }
 
 Status Registry::announce_replica(uint32_t replica_id, const Endpoint& udp) {

@@ -10,6 +10,8 @@
 //   <root>/recoveries/<pid>     one recovery record per failed pid: step and timings
 //   <root>/fd/replicas/<id>     ephemeral: a live FD replica's UDP endpoint
 //   <root>/fd/election/n_       ephemeral sequential: leader election (lowest wins)
+//   <root>/pause                ford only: a stop-the-world pause in progress (epoch, failed pids)
+//   <root>/pause/<pid>          ephemeral: compute node <pid> has parked every coordinator for it
 //
 // Node contents are "key=value" lines (readable with zkCli.sh), parsed
 // strictly: unknown keys are kept but ignored, a malformed line is kCorrupt.
@@ -52,6 +54,9 @@ struct ClusterRecord {
   // regions; the table directory loaded later must agree.
   uint32_t lane_bytes = 0;
   uint32_t lanes = 0;
+  // The protocol every compute node runs (mixing them is unsafe: their
+  // latch words and logs differ); the recovery coordinator follows it.
+  std::string protocol = "pandora";
 };
 
 struct MemberRecord {
@@ -75,6 +80,9 @@ struct RecoveryRecord {
   uint64_t detected_ns = 0;       // CLOCK_REALTIME when the leader saw the majority
   // Durations of each step, in microseconds (of the run that published).
   uint64_t start_record_us = 0, fence_us = 0, log_recovery_us = 0, truncate_us = 0, publish_us = 0, sweep_us = 0;
+  // ford: the stop-the-world pause (from asking every node to park to
+  // resuming them) and the latch scan inside it.
+  uint64_t pause_us = 0, scan_us = 0;
   uint32_t records = 0, rolled_back = 0, rolled_forward = 0, swept = 0;
 };
 
@@ -144,6 +152,18 @@ class Registry {
   // Off the critical path: drops the pid's lane lease and marks the record kDone.
   Status finish_recovery(const RecoveryRecord& r);
   Result<AllocRecord> alloc();
+
+  // ford's stop-the-world pause. begin_pause creates <root>/pause (or
+  // replaces a pause a dead leader left); every compute node parks and
+  // acknowledges with an ephemeral child; end_pause removes it all.
+  Status begin_pause(uint64_t epoch, const std::vector<uint16_t>& failed);
+  // Pids that acknowledged `epoch`.
+  Result<std::vector<uint16_t>> pause_acks(uint64_t epoch);
+  Status end_pause();
+  // Compute side: the epoch of the pause in progress (0: none), arming a
+  // one-shot watch on its creation/removal.
+  Result<uint64_t> watch_pause(std::function<void()> on_change);
+  Status ack_pause(uint16_t pid, uint64_t epoch);
 
   // FD replicas (ephemeral): announce this replica's UDP endpoint; list them.
   Status announce_replica(uint32_t replica_id, const Endpoint& udp);

@@ -43,6 +43,7 @@ struct Flags {
   std::string memory_nodes;
   uint64_t lane_bytes = 16 * 1024;
   std::string backend = "tcp";
+  std::string protocol = "pandora";
   std::string log_level = "warn";
 };
 
@@ -100,6 +101,7 @@ class Ctl {
     ClusterRecord rec;
     rec.cluster_id = f_.cluster_id;
     rec.lane_bytes = static_cast<uint32_t>(f_.lane_bytes);
+    rec.protocol = f_.protocol;
     size_t pos = 0;
     while (pos <= f_.memory_nodes.size()) {
       size_t c = f_.memory_nodes.find(',', pos);
@@ -132,7 +134,7 @@ class Ctl {
     fmt::print("epoch {}\n", c.epoch);
     fmt::print("memory nodes ({}):", c.memory_nodes.size());
     for (const Endpoint& e : c.memory_nodes) fmt::print(" {}", e.to_string());
-    fmt::print("\nlog area: {} lanes of {} bytes\n", c.lanes, c.lane_bytes);
+    fmt::print("\nlog area: {} lanes of {} bytes\nprotocol: {}\n", c.lanes, c.lane_bytes, c.protocol);
     auto reps = r.replicas();
     if (!reps) return fail(reps.status());
     fmt::print("fd replicas ({}):", reps->size());
@@ -159,6 +161,7 @@ class Ctl {
                  x.pid, recovery_step_name(x.step), x.leader_replica, ns_ago(x.detected_ns), x.start_record_us,
                  x.fence_us, x.log_recovery_us, x.records, x.rolled_back, x.rolled_forward, x.truncate_us,
                  x.publish_us, x.sweep_us, x.swept);
+      if (x.pause_us) fmt::print("           stop-the-world pause {} us (latch scan {} us)\n", x.pause_us, x.scan_us);
     }
     auto alloc = r.alloc();
     if (!alloc) return fail(alloc.status());
@@ -290,6 +293,8 @@ int main(int argc, char** argv) {
   opts.add_size("lane-bytes", &f.lane_bytes, "init: bytes of one log lane (must match the loader's --lane-bytes)",
                 kMinLaneBytes, 64u << 20);
   opts.add_choice("backend", &f.backend, {"tcp", "shm"}, "recover: data plane to the memory nodes");
+  opts.add_choice("protocol", &f.protocol, {"pandora", "ford", "log-a-latch"},
+                  "init: the protocol every compute node of the cluster runs (recovery follows it)");
   opts.add_choice("log-level", &f.log_level, {"debug", "info", "warn", "error"}, "log verbosity");
 
   // The command and its argument come first; the rest are options.

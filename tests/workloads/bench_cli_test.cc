@@ -80,7 +80,24 @@ TEST_F(BenchCliErrors, BadFlagsExitTwoNamingTheFlag) {
 TEST_F(BenchCliErrors, MissingRequiredAndUnreadableSecret) {
   std::string out;
   EXPECT_EQ(bench({"--seconds", "1"}, &out, 30), 2) << out;
-  EXPECT_NE(out.find("--memory-nodes"), std::string::npos) << out;
+  EXPECT_NE(out.find("--cluster-id"), std::string::npos) << out;
+  const std::string secret = dir_.path() + "/secret";
+  {
+    std::ofstream f(secret);
+    f << "0123456789abcdef0123";
+  }
+  // Without --zookeeper the memory nodes and the compute id are required;
+  // with it the registry assigns the pid, so choosing one is refused.
+  EXPECT_EQ(bench({"--cluster-id", "7", "--secret-file", secret, "--compute-id", "1"}, &out, 30), 2) << out;
+  EXPECT_NE(out.find("--memory-nodes is required"), std::string::npos) << out;
+  EXPECT_EQ(bench({"--cluster-id", "7", "--secret-file", secret, "--memory-nodes", "127.0.0.1:9"}, &out, 30), 2)
+      << out;
+  EXPECT_NE(out.find("--compute-id is required"), std::string::npos) << out;
+  EXPECT_EQ(bench({"--cluster-id", "7", "--secret-file", secret, "--zookeeper", "127.0.0.1:9", "--compute-id", "3"},
+                  &out, 30),
+            2)
+      << out;
+  EXPECT_NE(out.find("registry assigns pids"), std::string::npos) << out;
   EXPECT_EQ(bench({"--memory-nodes", "127.0.0.1:9", "--cluster-id", "7", "--secret-file", dir_.path() + "/nope",
                    "--compute-id", "1"},
                   &out, 30),

@@ -85,6 +85,21 @@ int run_bench(const BenchConfig& cfg_in) {
   // learn failed pids. Declared before the cluster so it outlives it.
   std::unique_ptr<Membership> membership;
   std::atomic<bool> fenced{false};
+  // On every way out, leave the cluster cleanly (declared before the
+  // cluster and clients, so it runs after their connections closed) -
+  // unless a transaction may be undecided (a coordinator halted on a
+  // transport failure, or this node was fenced): then the detector's
+  // recovery must decide it from the log.
+  struct Leaver {
+    Membership* membership = nullptr;
+    bool safe = true;
+    const Logger* log = nullptr;
+    ~Leaver() {
+      if (!membership || !safe || membership->fenced()) return;
+      if (Status s = membership->leave(); !s) log->warn("leaving the cluster: {}", s.to_string());
+    }
+  } leaver;
+  leaver.log = &logger;
   if (!cfg.compute.zookeeper.empty()) {
     auto m = join_as_compute_node(cfg.compute, logger);
     if (!m) {
@@ -93,6 +108,7 @@ int run_bench(const BenchConfig& cfg_in) {
     }
     membership = std::move(*m);
     membership->on_fenced([&fenced] { fenced.store(true, std::memory_order_release); });
+    leaver.membership = membership.get();
     fmt::print("joined the cluster as pid {} ({})\n", membership->pid(), membership->slot().to_string());
     std::fflush(stdout);
   }
@@ -182,6 +198,11 @@ int run_bench(const BenchConfig& cfg_in) {
     ro.timeline = std::chrono::milliseconds(cfg.timeline_ms);
     ro.seed = cfg.seed;
     ro.stop = &fenced;
+    if (membership) {
+      Membership* m = membership.get();
+      ro.pause_requested = [m] { return m->pause_requested(); };
+      ro.ack_pause = [m](uint64_t epoch) { m->ack_pause(epoch); };
+    }
     ro.on_progress = [](const Progress& p) {
       fmt::print("[{:6.1f} s] {}{:.0f} commits/s ({} commits so far)\n", p.elapsed_s, p.warming_up ? "warm-up " : "",
                  p.last_commits_per_s, p.commits);
@@ -198,6 +219,14 @@ int run_bench(const BenchConfig& cfg_in) {
         return 1;
       }
       fmt::print("history: {} transactions recorded in {}\n", recorder->written(), cfg.history_path);
+    }
+    if (stats->pauses > 0) {
+      fmt::print("stop-the-world pauses: {} ({:.3f} s parked)\n", stats->pauses, stats->paused_seconds);
+    }
+    if (stats->halted_coordinators > 0 || stats->uncertain > 0) leaver.safe = false;
+    if (stats->halted_coordinators > 0) {
+      fmt::print("{} coordinator(s) stopped after leaving a logged transaction to recovery\n",
+                 stats->halted_coordinators);
     }
     summary.stats = std::move(*stats);
   }
@@ -225,15 +254,7 @@ int run_bench(const BenchConfig& cfg_in) {
     fail(fmt::format("could not write the report to {}", cfg.report_path));
     return 1;
   }
-  const int rc = summary.check && !summary.check->passed ? 1 : 0;
-  if (membership) {
-    // Leave cleanly (connections closed first) so the detector does not
-    // take this exit for a crash.
-    client->reset();
-    cluster->reset();
-    if (Status s = membership->leave(); !s) logger.warn("leaving the cluster: {}", s.to_string());
-  }
-  return rc;
+  return summary.check && !summary.check->passed ? 1 : 0;
 }
 
 }  // namespace pandora::workloads

@@ -65,6 +65,36 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
   const Clock::time_point window_start = start + options.warmup;
   const Clock::time_point deadline = window_start + options.measure;
 
+  // Parking for stop-the-world pauses: a coordinator between transactions
+  // holds no latch, so once every live one is parked (or finished) the
+  // node can acknowledge. Counts are shared across worker threads.
+  const uint32_t live_total = static_cast<uint32_t>(coordinators);
+  std::atomic<uint32_t> parked{0}, finished{0};
+  std::atomic<uint64_t> acked{0};
+  std::atomic<uint32_t> pauses{0};
+  std::atomic<uint64_t> paused_ns{0};
+  auto park = [&](Coordinator& c, uint64_t epoch) {
+    const Clock::time_point p0 = Clock::now();
+    parked.fetch_add(1, std::memory_order_acq_rel);
+    while (options.pause_requested() == epoch) {
+      const bool all = parked.load(std::memory_order_acquire) + finished.load(std::memory_order_acquire) >= live_total;
+      if (all) {
+        if (acked.exchange(epoch, std::memory_order_acq_rel) != epoch) {
+          pauses.fetch_add(1, std::memory_order_relaxed);
+          if (options.ack_pause) options.ack_pause(epoch);
+        }
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+      c.yield();  // let this thread's other coordinators finish their transactions
+    }
+    parked.fetch_sub(1, std::memory_order_acq_rel);
+    if (c.id() == 0) {
+      paused_ns.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - p0)
+                                                    .count()),
+                          std::memory_order_relaxed);
+    }
+  };
+
   auto task = [&](Coordinator& c) {
     CoordinatorSlot& s = *slots.at(c.id());
     Rng rng = Rng::for_coordinator(options.seed, compute_id, c.id());
@@ -74,6 +104,12 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
       const Clock::time_point t0 = Clock::now();
       if (t0 >= deadline) break;
       if (options.stop && options.stop->load(std::memory_order_acquire)) break;
+      if (options.pause_requested) {
+        if (const uint64_t epoch = options.pause_requested(); epoch != 0) {
+          park(c, epoch);
+          continue;
+        }
+      }
       // A coordinator that left a logged transaction to recovery runs no
       // more (its next record would overwrite the undecided one).
       if (c.engine().halted()) {
@@ -107,6 +143,7 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
         ++s.aborts_by_type[type];
       }
     }
+    finished.fetch_add(1, std::memory_order_acq_rel);
     s.window_end = c.engine().counters();
     if (!measuring) s.window_start = s.window_end;
   };
@@ -159,6 +196,8 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
   r.timeline.assign(buckets, 0);
   r.timeline_width = width;
   r.warmup = options.warmup;
+  r.pauses = pauses.load();
+  r.paused_seconds = static_cast<double>(paused_ns.load()) / 1e9;
   for (const auto& s : slots) {
     r.attempts += s->attempts;
     r.commits += s->commits;

@@ -47,6 +47,12 @@ struct RunOptions {
   // When set and true, every coordinator stops after its current
   // transaction (this node was fenced: nothing it does can commit).
   const std::atomic<bool>* stop = nullptr;
+  // Stop-the-world pauses (ford's recovery): when pause_requested() returns
+  // a non-zero epoch, every coordinator parks between transactions; once
+  // all are parked ack_pause(epoch) is called (once per epoch), and they
+  // resume when pause_requested() returns something else. Both optional.
+  std::function<uint64_t()> pause_requested;
+  std::function<void(uint64_t)> ack_pause;
 };
 
 struct RunStats {
@@ -63,6 +69,8 @@ struct RunStats {
   int64_t committed_delta = 0;
   uint64_t uncertain = 0;                        // kTransport aborts
   uint32_t halted_coordinators = 0;              // stopped after leaving a transaction to recovery
+  uint32_t pauses = 0;                           // stop-the-world pauses this node parked for
+  double paused_seconds = 0;                     // wall time spent parked (all coordinators)
   uint64_t total_commits = 0;
   // Commits per timeline bucket, from the start of the run (warm-up included).
   std::chrono::milliseconds timeline_width{100};
