@@ -44,6 +44,7 @@
 #include "common/transport/transport.h"
 #include "compute/cluster.h"
 #include "compute/crash_points.h"
+#include "recovery/latch_scan.h"
 #include "recovery/log_recovery.h"
 
 namespace pandora {
@@ -59,11 +60,6 @@ Result<LogRecoveryReport> recover_ford_logs(const Cluster& cluster, std::span<Co
 Status truncate_ford_lanes(const Cluster& cluster, std::span<Connection* const> conns, const LaneSlot& slot,
                            CrashInjector* crash = nullptr);
 
-struct LatchScanReport {
-  uint64_t slots = 0;       // slots scanned, over all nodes
-  uint64_t bytes = 0;       // bytes read
-  uint32_t released = 0;    // held latches found and released
-};
 
 // Reads every slot of every table on every live node and releases (CAS to
 // 0) each held latch. Only correct while no live transaction holds a latch.
