@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# The local demo: builds Release, starts 2 memory daemons on loopback, runs
-# pandora-transport-demo against both over every backend, then a
-# transactional workload (SmallBank by default) through pandora-bench on each
-# backend with its end-of-run consistency check, and always stops the daemons
-# again. Exit code: 0 when every phase passed.
+# The local demo: builds Release, starts 2 memory daemons and a 3-server
+# ZooKeeper ensemble on loopback, runs pandora-transport-demo against the
+# daemons over every backend, then a transactional workload (SmallBank by
+# default) through pandora-bench on each backend with its end-of-run
+# consistency check, then a fail-over: three pandora-fd replicas, three
+# compute nodes, one SIGKILLed half-way through, its recovery summarised and
+# the survivors' throughput plotted. Always stops everything it started.
+# Exit code: 0 when every phase passed.
 set -euo pipefail
 
 usage() {
   cat <<USAGE
 Usage: bash deploy/demo.sh [--seconds N] [--nodes N] [--backend shm|tcp|all]
                            [--workload smallbank|micro|none] [--protocol pandora|ford|log-a-latch]
+                           [--failover-seconds N] [--fd-timeout-us US] [--out DIR]
 
 Runs deploy/setup.sh release (installs packages if missing, builds
-build/release), starts N (default 2) pandora-memd daemons on 127.0.0.1 with
-deploy/local/cluster.sh, and then:
+build/release) and installs python3-matplotlib if missing, starts N
+(default 2) pandora-memd daemons and a 3-server ZooKeeper ensemble on
+127.0.0.1 with deploy/local/cluster.sh --zookeeper, and then:
   1. pandora-transport-demo against all of them for each backend (mixed
      READ/WRITE/CAS/FAA with verification) and its throughput table;
   2. pandora-bench: loads the workload's tables once (rows replicated on
@@ -21,7 +26,17 @@ deploy/local/cluster.sh, and then:
      4 coordinators and prints throughput, aborts, latency percentiles,
      remote operations per transaction and the consistency check (SmallBank:
      the total money equals the initial total plus the committed net changes).
-Stops the daemons at the end (also on failure or Ctrl-C).
+     (Fixed compute ids 16 and 15, no failure detector yet.)
+  3. fail-over (not with --workload none; protocol pandora): starts three
+     pandora-fd replicas (--fd-timeout-us, default 5000), runs the workload
+     on three compute processes for --failover-seconds (default 6, with a
+     1 ms throughput timeline), SIGKILLs the third half-way through, waits
+     for its recovery and prints: detection and end-to-end times, each
+     recovery step, the records rolled back/forward, the survivors' commits
+     before/after, the worst 10 ms of the survivors, and the path of the
+     timeline plot (PNG, in --out, default /tmp/pandora-demo-failover); then
+     audits the data once more.
+Stops everything at the end (also on failure or Ctrl-C).
 USAGE
 }
 
@@ -30,6 +45,9 @@ nodes=2
 backend=all
 workload=smallbank
 protocol=pandora
+failover_seconds=6
+fd_timeout_us=5000
+out="/tmp/pandora-demo-failover"
 die() { echo "demo.sh: error: $*" >&2; exit 1; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -38,6 +56,9 @@ while [[ $# -gt 0 ]]; do
     --backend) [[ $# -ge 2 ]] || die "--backend needs a value"; backend="$2"; shift 2 ;;
     --workload) [[ $# -ge 2 ]] || die "--workload needs a value"; workload="$2"; shift 2 ;;
     --protocol) [[ $# -ge 2 ]] || die "--protocol needs a value"; protocol="$2"; shift 2 ;;
+    --failover-seconds) [[ $# -ge 2 ]] || die "--failover-seconds needs a value"; failover_seconds="$2"; shift 2 ;;
+    --fd-timeout-us) [[ $# -ge 2 ]] || die "--fd-timeout-us needs a value"; fd_timeout_us="$2"; shift 2 ;;
+    --out) [[ $# -ge 2 ]] || die "--out needs a value"; out="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown option '$1'" ;;
   esac
@@ -47,12 +68,21 @@ case "$backend" in shm|tcp|all) ;; *) die "--backend must be shm, tcp or all (go
 case "$workload" in smallbank|micro|none) ;; *) die "--workload must be smallbank, micro or none (got '$workload')" ;; esac
 case "$protocol" in pandora|ford|log-a-latch) ;; *) die "--protocol must be pandora, ford or log-a-latch (got '$protocol')" ;; esac
 [[ "$seconds" =~ ^[0-9]+$ && "$seconds" -ge 1 ]] || die "--seconds must be a positive integer (got '$seconds')"
+[[ "$failover_seconds" =~ ^[0-9]+$ && "$failover_seconds" -ge 4 ]] ||
+  die "--failover-seconds must be an integer >= 4 (got '$failover_seconds')"
+[[ "$fd_timeout_us" =~ ^[1-9][0-9]*$ ]] || die "--fd-timeout-us must be a positive integer (got '$fd_timeout_us')"
 
 script_dir="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
 root="$(cd -- "$script_dir/.." && pwd -P)"
 user="$(id -un 2>/dev/null || echo "uid$(id -u)")"
 
 bash "$script_dir/setup.sh" release
+if [[ "$workload" != none ]]; then
+  bash "$script_dir/failover/ensure_matplotlib.sh"
+fi
+# Debian's python3 (python3-matplotlib), not a version manager's shim.
+py=/usr/bin/python3
+[[ -x "$py" ]] || py=python3
 
 demo_bin="$root/build/release/workloads/transport_bench/pandora-transport-demo"
 bench_bin="$root/build/release/workloads/bench/pandora-bench"
@@ -63,10 +93,16 @@ bench_bin="$root/build/release/workloads/bench/pandora-bench"
 # of the same user never shares daemons or regions with this one.
 state_dir="$(mktemp -d "${TMPDIR:-/tmp}/pandora-demo.XXXXXX")"
 region_dir="/dev/shm/pandora-$user/demo-$$"
+bench_pids=()
 cleanup() {
-  local rc=$?
-  echo "==> stopping the memory daemons"
-  bash "$script_dir/local/cluster.sh" stop --dir "$state_dir" --region-dir "$region_dir" || true
+  local rc=$? p
+  trap - EXIT INT TERM
+  for p in "${bench_pids[@]}"; do
+    if kill -0 "$p" 2>/dev/null; then kill -KILL "$p" 2>/dev/null || true; fi
+    wait "$p" 2>/dev/null || true
+  done
+  echo "==> stopping the failure detector, the memory daemons and ZooKeeper"
+  bash "$script_dir/local/cluster.sh" stop --dir "$state_dir" --region-dir "$region_dir" >/dev/null || true
   rm -rf -- "$state_dir"
   exit "$rc"
 }
@@ -74,11 +110,14 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-echo "==> starting $nodes memory daemon(s) on 127.0.0.1"
-# 8 MiB of log area: 512 lanes of 16 KiB, i.e. log lanes for compute ids
-# 1..8 (each pandora-bench run below is a new compute node).
+echo "==> starting $nodes memory daemon(s) and a 3-server ZooKeeper ensemble on 127.0.0.1"
+# 16 MiB of log area: 1024 lanes of 16 KiB. Compute nodes that join through
+# ZooKeeper lease lanes first-fit from lane 0; the single-process runs of
+# phase 2 use the fixed slots of compute ids 15 and 16 (lanes 896..1023),
+# which neither the leases nor the pids ZooKeeper issues here ever reach.
 bash "$script_dir/local/cluster.sh" start --nodes "$nodes" --dir "$state_dir" --region-dir "$region_dir" \
-  --size 128M --log-size 8M
+  --size 128M --log-size 16M --zookeeper
+zk="$(cat "$state_dir/zk_connect")"
 
 export PMEM_IS_PMEM_FORCE=1
 echo "==> running pandora-transport-demo (backend: $backend, ${seconds}s per backend and node)"
@@ -91,15 +130,19 @@ if [[ $status -eq 0 ]]; then
   echo "==> transport demo finished: all operations verified"
 fi
 
-# Each pandora-bench run is a new compute node: a fresh --compute-id.
+# Each pandora-bench run is a new compute node: a fresh --compute-id (fixed
+# lane slots, no failure detector: single processes, with their checks).
+fo_backend=tcp
+[[ "$backend" == all ]] || fo_backend="$backend"
 if [[ $status -eq 0 && "$workload" != none ]]; then
+  wl=(--workload "$workload" --protocol "$protocol")
+  if [[ "$workload" == smallbank ]]; then wl+=(--accounts 100000); else wl+=(--keys 100000); fi
   common=(--memory-nodes "$(cat "$state_dir/endpoints")" --cluster-id "$(cat "$state_dir/cluster_id")"
-          --secret-file "$state_dir/secret" --workload "$workload" --protocol "$protocol"
+          --secret-file "$state_dir/secret" "${wl[@]}"
           --threads 1 --coordinators 4 --warmup-seconds 1 --seconds "$seconds")
-  if [[ "$workload" == smallbank ]]; then common+=(--accounts 100000); else common+=(--keys 100000); fi
   backends=(shm tcp)
   [[ "$backend" == all ]] || backends=("$backend")
-  compute_id=1
+  compute_id=16
   load=(--load)
   for b in "${backends[@]}"; do
     echo "==> pandora-bench: $workload, protocol $protocol, backend $b, ${seconds}s"
@@ -108,16 +151,100 @@ if [[ $status -eq 0 && "$workload" != none ]]; then
     status=$?
     set -e
     load=()
-    compute_id=$((compute_id + 1))
+    compute_id=$((compute_id - 1))
     [[ $status -eq 0 ]] || break
   done
+  # The fail-over phase's compute nodes join through ZooKeeper (--zookeeper):
+  # it assigns their pids and lane slots and the detector watches them.
+  base=(--zookeeper "$zk" --cluster-id "$(cat "$state_dir/cluster_id")" --secret-file "$state_dir/secret" "${wl[@]}")
+fi
+
+# Fail-over: three compute nodes, the third killed half-way through.
+if [[ $status -eq 0 && "$workload" != none ]]; then
+  if [[ "$protocol" != pandora ]]; then
+    echo "==> fail-over phase skipped: it runs protocol pandora only (got --protocol $protocol)"
+  else
+    echo "==> fail-over: starting 3 pandora-fd replicas (timeout ${fd_timeout_us} us)"
+    bash "$script_dir/local/cluster.sh" start-fd --dir "$state_dir" --fd-replicas 3 \
+      --fd-timeout-us "$fd_timeout_us" >/dev/null || { status=1; echo "==> the failure detector did not start" >&2; }
+  fi
+  if [[ $status -eq 0 && "$protocol" == pandora ]]; then
+    rm -rf -- "$out"
+    mkdir -p "$out"
+    out="$(cd -- "$out" && pwd -P)"
+    echo "==> fail-over: $workload on 3 compute processes (1 thread x 4 coordinators each, $fo_backend) for" \
+      "${failover_seconds}s; the third is killed with SIGKILL after $((failover_seconds / 2))s"
+    for i in 1 2 3; do
+      "$bench_bin" "${base[@]}" --backend "$fo_backend" --threads 1 --coordinators 4 --warmup-seconds 0 \
+        --seconds "$failover_seconds" --timeline-ms 1 --no-check --seed "$i" --report "$out/node$i.json" \
+        --history "$out/node$i.history" --log-level error >"$out/node$i.log" 2>&1 &
+      bench_pids+=("$!")
+      # One registration at a time (they update the same ZooKeeper node).
+      deadline=$((SECONDS + 60))
+      until grep -q '^joined the cluster as pid' "$out/node$i.log"; do
+        if ! kill -0 "${bench_pids[$((i - 1))]}" 2>/dev/null || [[ $SECONDS -ge $deadline ]]; then
+          tail -n 20 "$out/node$i.log" >&2
+          die "fail-over: compute process $i did not join the cluster"
+        fi
+        sleep 0.01
+      done
+    done
+    victim="${bench_pids[2]}"
+    victim_pid="$(sed -n 's/^joined the cluster as pid \([0-9]*\).*/\1/p' "$out/node3.log" | head -n1)"
+    sleep "$((failover_seconds / 2))"
+    kill -0 "$victim" 2>/dev/null || { tail -n 20 "$out/node3.log" >&2; die "fail-over: process 3 ended before the kill"; }
+    t="$EPOCHREALTIME"
+    kill -KILL "$victim"
+    kill_ns="${t/./}000"
+    wait "$victim" 2>/dev/null || true
+    echo "==> fail-over: killed compute process 3 (pid $victim_pid, os pid $victim); waiting for its recovery"
+    if ! "$py" "$script_dir/failover/zk_dump.py" --zookeeper "$zk" --pid "$victim_pid" --wait-done-s 30 \
+        >"$out/recovery.json"; then
+      status=1
+      echo "==> fail-over FAILED: pid $victim_pid was not recovered within 30 s" >&2
+    fi
+    for i in 1 2; do
+      rc=0
+      wait "${bench_pids[$((i - 1))]}" || rc=$?
+      if [[ $rc -ne 0 ]]; then
+        status=1
+        echo "==> fail-over FAILED: surviving compute process $i exited with $rc" \
+          "$([[ $rc -eq 6 ]] && echo "(fenced: the detector suspected a live process; on a loaded machine raise --fd-timeout-us)")" >&2
+        tail -n 5 "$out/node$i.log" >&2
+      fi
+    done
+    bench_pids=()
+    if [[ $status -eq 0 ]]; then
+      echo "==> fail-over summary (the recovery record in ZooKeeper and the survivors' 1 ms timelines):"
+      "$py" "$script_dir/failover/plot_timeline.py" --kill-ns "$kill_ns" --recovery "$out/recovery.json" \
+        --pid "$victim_pid" --title "$workload, 3 compute processes, the third killed (SIGKILL), protocol pandora" \
+        --png "$out/failover_timeline.png" --summary "$out/summary.txt" \
+        "$out/node1.json:$out/node1.history" "$out/node2.json:$out/node2.history" | sed 's/^/    /' ||
+        { status=1; echo "==> fail-over: the timeline could not be analysed" >&2; }
+      rm -f -- "$out"/node*.history
+    fi
+    if [[ $status -eq 0 ]]; then
+      echo "==> fail-over timeline: $out/failover_timeline.png"
+      echo "==> auditing the data after the fail-over (every row present and in place)"
+      set +e
+      "$bench_bin" "${base[@]}" --backend "$fo_backend" --seconds 0 --log-level error >"$out/audit.log" 2>&1
+      status=$?
+      set -e
+      if [[ $status -eq 0 ]]; then
+        grep -iE "check|audit" "$out/audit.log" | sed 's/^/    /' || true
+      else
+        echo "==> the audit after the fail-over FAILED (exit $status):" >&2
+        tail -n 20 "$out/audit.log" >&2
+      fi
+    fi
+  fi
 fi
 
 if [[ $status -eq 0 ]]; then
   echo "==> demo finished: every phase passed its checks"
 else
-  echo "==> demo FAILED (exit code $status); daemon logs:" >&2
-  for log in "$state_dir"/node*.log; do
+  echo "==> demo FAILED (exit code $status); daemon and detector logs:" >&2
+  for log in "$state_dir"/node*.log "$state_dir"/fd*.log; do
     [[ -f "$log" ]] && { echo "--- $log" >&2; tail -n 20 "$log" >&2; }
   done
 fi

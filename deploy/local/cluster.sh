@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# A local Pandora cluster: N memory daemons (pandora-memd) on 127.0.0.1.
+# A local Pandora cluster: N memory daemons (pandora-memd) on 127.0.0.1, and
+# optionally a 3-server ZooKeeper ensemble and pandora-fd replicas.
 #
 #   bash deploy/local/cluster.sh start  --nodes 2 --dir /tmp/pandora-cluster
+#   bash deploy/local/cluster.sh start  --nodes 2 --dir /tmp/pc --zookeeper --fd-replicas 3
 #   bash deploy/local/cluster.sh status --dir /tmp/pandora-cluster
 #   bash deploy/local/cluster.sh stop   --dir /tmp/pandora-cluster [--keep]
 #
@@ -12,6 +14,13 @@
 #   node<i>.pid     daemon pid            node<i>.port   its TCP port
 #   node<i>.log     its stdout+stderr     node<i>.region its region file
 #   endpoints       HOST:PORT,HOST:PORT,... (for --nodes of the clients)
+# With --zookeeper:
+#   zk/             the ensemble (deploy/local/zookeeper.sh --dir DIR/zk)
+#   zk_connect      HOST:PORT,... (for --zookeeper of pandora-bench/-fd/-ctl)
+#   zk_root         the cluster's ZooKeeper path
+# With --fd-replicas N:
+#   fd<i>.pid       pandora-fd replica i's pid    fd<i>.log  its stdout+stderr
+#   fd_timeout_us   the detector's timeout
 set -euo pipefail
 
 script_dir="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
@@ -20,7 +29,7 @@ user="$(id -un 2>/dev/null || echo "uid$(id -u)")"
 
 usage() {
   cat <<USAGE
-Usage: bash deploy/local/cluster.sh start|stop|status [options]
+Usage: bash deploy/local/cluster.sh start|start-fd|stop|status [options]
 
 Starts, stops or lists N pandora-memd daemons on 127.0.0.1 (loopback only).
 Each listens on a kernel-chosen port (port 0 + --port-file) and maps a region
@@ -41,9 +50,42 @@ Options:
   --keep             stop: keep the region files (default: remove them)
   -h, --help         this help
 
-start prints the endpoints (also in DIR/endpoints). stop sends SIGTERM to each
-recorded pid, waits up to 10 s, then SIGKILLs; it only signals pids that are
-still pandora-memd processes.
+Failure detection (start; off unless asked for):
+  --zookeeper        also start a ZooKeeper ensemble (deploy/local/zookeeper.sh,
+                     transaction logs on disk in DIR/zk) and run
+                     'pandora-ctl init' for this cluster; DIR/zk_connect holds
+                     the connect string for --zookeeper of the clients
+  --zk-servers N     ensemble size                                 [3]
+  --zk-root PATH     the cluster's ZooKeeper path                  [/pandora]
+  --zk-tick-ms MS    ZooKeeper tickTime: followers give up on a leader
+                     silent for 5 ticks; 100 ms broke the quorum under load
+                     on a 2-core machine, so longer here          [500]
+  --lane-bytes SIZE  pandora-ctl init --lane-bytes                 [16K]
+  --fd-replicas N    start N pandora-fd replicas (needs --zookeeper); start
+                     returns when all announced themselves and one leads.
+                     The leader attaches to the memory nodes once tables are
+                     loaded (it logs "leader data plane" in DIR/fd<i>.log);
+                     wait for that before crashing anything        [0]
+  --fd-timeout-us US pandora-fd --timeout-us (suspicion timeout)   [5000]
+  --fd-arg ARG       pass ARG to every pandora-fd (repeatable, e.g.
+                     --fd-arg=--tick-us=1000)
+  --fd-nice N        run the replicas at this nice value (negative: root
+                     only); on a small shared machine the detector's
+                     threads must not queue behind busy compute nodes  [0]
+  --fd PATH          pandora-fd binary     [build/release/recovery/pandora-fd]
+  --ctl PATH         pandora-ctl binary    [build/release/deploy/pandora-ctl]
+
+start-fd starts --fd-replicas N replicas (default 3) for a cluster started
+with --zookeeper, after its tables were loaded: it returns once the leader
+has its data plane. (Loading first, with no detector running, spares the
+loader - a CPU-heavy process on a small machine - from being suspected.)
+
+start prints the endpoints (also in DIR/endpoints). stop stops the pandora-fd
+replicas first, then the memory daemons, then the ensemble: SIGTERM to each
+recorded pid, up to 10 s, then SIGKILL; it only signals pids that still are
+the processes it started (pandora-fd / pandora-memd executables; the
+ensemble's java processes are checked by deploy/local/zookeeper.sh).
+status lists the daemons, the replicas and the ensemble's servers.
 USAGE
 }
 
@@ -54,8 +96,8 @@ cmd="$1"
 shift
 case "$cmd" in
   -h|--help) usage; exit 0 ;;
-  start|stop|status) ;;
-  *) usage >&2; die "unknown command '$cmd' (expected start, stop or status)" ;;
+  start|stop|status|start-fd) ;;
+  *) usage >&2; die "unknown command '$cmd' (expected start, start-fd, stop or status)" ;;
 esac
 
 dir=""
@@ -69,6 +111,17 @@ busy_poll_us=0
 cluster_id=""
 log_level="info"
 keep=0
+zookeeper=0
+zk_servers=3
+zk_root="/pandora"
+zk_tick_ms=500
+lane_bytes="16K"
+fd_replicas=0
+fd_timeout_us=5000
+fd_args=()
+fd_nice=0
+fd_bin="$root/build/release/recovery/pandora-fd"
+ctl_bin="$root/build/release/deploy/pandora-ctl"
 
 need_value() { [[ $# -ge 2 && -n "$2" ]] || die "option $1 needs a value"; }
 while [[ $# -gt 0 ]]; do
@@ -84,6 +137,18 @@ while [[ $# -gt 0 ]]; do
     --cluster-id) need_value "$@"; cluster_id="$2"; shift 2 ;;
     --log-level) need_value "$@"; log_level="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
+    --zookeeper) zookeeper=1; shift ;;
+    --zk-servers) need_value "$@"; zk_servers="$2"; shift 2 ;;
+    --zk-root) need_value "$@"; zk_root="$2"; shift 2 ;;
+    --zk-tick-ms) need_value "$@"; zk_tick_ms="$2"; shift 2 ;;
+    --lane-bytes) need_value "$@"; lane_bytes="$2"; shift 2 ;;
+    --fd-replicas) need_value "$@"; fd_replicas="$2"; shift 2 ;;
+    --fd-timeout-us) need_value "$@"; fd_timeout_us="$2"; shift 2 ;;
+    --fd-arg) need_value "$@"; fd_args+=("$2"); shift 2 ;;
+    --fd-arg=*) fd_args+=("${1#--fd-arg=}"); shift ;;
+    --fd-nice) need_value "$@"; fd_nice="$2"; shift 2 ;;
+    --fd) need_value "$@"; fd_bin="$2"; shift 2 ;;
+    --ctl) need_value "$@"; ctl_bin="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown option '$1'" ;;
   esac
@@ -91,6 +156,20 @@ done
 
 [[ -n "$dir" ]] || die "--dir DIR is required"
 [[ "$nodes" =~ ^[1-9][0-9]*$ && "$nodes" -le 64 ]] || die "--nodes must be 1..64, got '$nodes'"
+[[ "$zk_servers" =~ ^[1-9][0-9]*$ && "$zk_servers" -le 15 ]] || die "--zk-servers must be 1..15, got '$zk_servers'"
+[[ "$fd_replicas" =~ ^[0-9]+$ && "$fd_replicas" -le 64 ]] || die "--fd-replicas must be 0..64, got '$fd_replicas'"
+[[ "$fd_timeout_us" =~ ^[1-9][0-9]*$ ]] || die "--fd-timeout-us must be a positive integer, got '$fd_timeout_us'"
+[[ "$fd_nice" =~ ^-?[0-9]+$ && "$fd_nice" -ge -20 && "$fd_nice" -le 19 ]] || die "--fd-nice must be -20..19, got '$fd_nice'"
+if [[ "$fd_nice" -lt 0 && "$(id -u)" -ne 0 ]]; then
+  die "--fd-nice $fd_nice (a higher priority) needs root"
+fi
+[[ "$zk_root" == /* && "$zk_root" != */ ]] || die "--zk-root must be an absolute path without a trailing /, got '$zk_root'"
+if [[ "$cmd" == start-fd && "$fd_replicas" -eq 0 ]]; then
+  fd_replicas=3
+fi
+if [[ "$cmd" == start && "$fd_replicas" -gt 0 && "$zookeeper" -eq 0 ]]; then
+  die "--fd-replicas needs --zookeeper (the failure detector keeps its state in ZooKeeper)"
+fi
 
 # True when $1 is a live (not zombie) process.
 alive() {
@@ -110,6 +189,57 @@ is_memd_pid() {
   [[ "$(basename -- "${exe% (deleted)}")" == "pandora-memd" ]]
 }
 
+# True when $1 is a live pandora-fd process (pid not recycled).
+is_fd_pid() {
+  local pid="$1" exe
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  alive "$pid" || return 1
+  exe="$(readlink "/proc/$pid/exe" 2>/dev/null || true)"
+  [[ "$(basename -- "${exe% (deleted)}")" == "pandora-fd" ]]
+}
+
+# FD replica indices recorded in DIR (from fd<i>.pid files).
+recorded_fds() {
+  local f
+  shopt -s nullglob
+  for f in "$dir"/fd*.pid; do
+    f="${f##*/fd}"
+    echo "${f%.pid}"
+  done | sort -n
+  shopt -u nullglob
+}
+
+# Stops the recorded pandora-fd replicas (SIGTERM, SIGKILL after 10 s).
+stop_fds() {
+  local i pid rc=0 deadline
+  local -a pids=()
+  for i in $(recorded_fds); do
+    pid="$(cat "$dir/fd$i.pid" 2>/dev/null || true)"
+    if is_fd_pid "$pid"; then
+      kill -TERM "$pid" 2>/dev/null || true
+      pids+=("$pid")
+    fi
+  done
+  deadline=$((SECONDS + 10))
+  for pid in "${pids[@]}"; do
+    while is_fd_pid "$pid" && [[ $SECONDS -lt $deadline ]]; do sleep 0.05; done
+    if is_fd_pid "$pid"; then
+      echo "cluster.sh: pandora-fd pid $pid did not exit after SIGTERM within 10 s; sending SIGKILL" >&2
+      kill -KILL "$pid" 2>/dev/null || true
+      rc=1
+    fi
+  done
+  for i in $(recorded_fds); do rm -f -- "$dir/fd$i.pid"; done
+  return "$rc"
+}
+
+# Stops the ensemble started with --zookeeper (if any).
+stop_zk() {
+  [[ -d "$dir/zk" ]] || return 0
+  bash "$script_dir/zookeeper.sh" stop --dir "$dir/zk" >/dev/null || return 1
+  rm -f -- "$dir/zk_connect"
+}
+
 # Node indices recorded in DIR (from node<i>.pid files).
 recorded_nodes() {
   local f
@@ -123,7 +253,7 @@ recorded_nodes() {
 
 # Stops every recorded daemon; removes regions unless --keep. Returns 1 when a
 # daemon had to be SIGKILLed or did not exit cleanly.
-stop_all() {
+stop_memds() {
   local i pid rc=0 deadline
   local -a pids=()
   for i in $(recorded_nodes); do
@@ -135,7 +265,7 @@ stop_all() {
   done
   deadline=$((SECONDS + 10))
   for pid in "${pids[@]}"; do
-    while is_memd_pid "$pid" && [[ $SECONDS -lt $deadline ]]; do sleep 0.1; done
+    while is_memd_pid "$pid" && [[ $SECONDS -lt $deadline ]]; do sleep 0.05; done
     if is_memd_pid "$pid"; then
       echo "cluster.sh: pid $pid did not exit after SIGTERM within 10 s; sending SIGKILL" >&2
       kill -KILL "$pid" 2>/dev/null || true
@@ -155,6 +285,16 @@ stop_all() {
   return "$rc"
 }
 
+# Stops everything recorded in DIR: the detector first (so it does not take
+# the daemons' exit for failures), then the daemons, then the ensemble.
+stop_all() {
+  local rc=0
+  stop_fds || rc=1
+  stop_memds || rc=1
+  stop_zk || rc=1
+  return "$rc"
+}
+
 random_hex() {  # random_hex BYTES
   od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'
 }
@@ -169,6 +309,19 @@ start_all() {
       die "a cluster is already running from $dir (node$i pid $pid); stop it first: $0 stop --dir $dir"
     fi
   done
+  for i in $(recorded_fds); do
+    pid="$(cat "$dir/fd$i.pid" 2>/dev/null || true)"
+    if is_fd_pid "$pid"; then
+      die "a failure detector is already running from $dir (fd$i pid $pid); stop it first: $0 stop --dir $dir"
+    fi
+  done
+  if [[ $zookeeper -eq 1 ]]; then
+    [[ -x "$ctl_bin" ]] || die "pandora-ctl not found at '$ctl_bin' (build it: bash deploy/setup.sh release, or pass --ctl PATH)"
+  fi
+  if [[ $fd_replicas -gt 0 ]]; then
+    [[ -x "$fd_bin" ]] || die "pandora-fd not found at '$fd_bin' (build it: bash deploy/setup.sh release, or pass --fd PATH)"
+  fi
+  rm -f -- "$dir"/fd*.pid "$dir/zk_connect" "$dir/zk_root" "$dir/fd_timeout_us"
   rm -f -- "$dir"/node*.pid "$dir"/node*.port "$dir/endpoints"
 
   # The secret and the directory holding the regions are readable by this
@@ -241,6 +394,84 @@ start_all() {
   echo "$endpoints" >"$dir/endpoints"
   echo "==> cluster id $cluster_id, secret file $dir/secret"
   echo "==> endpoints: $endpoints"
+  [[ $zookeeper -eq 1 ]] || return 0
+
+  start_zk "$endpoints"
+  [[ $fd_replicas -gt 0 ]] || return 0
+  start_fds
+}
+
+# Starts the ensemble in DIR/zk and creates the cluster's tree in it.
+start_zk() {
+  local endpoints="$1" connect
+  echo "==> starting a ZooKeeper ensemble of $zk_servers server(s) in $dir/zk (transaction logs on disk)"
+  if ! bash "$script_dir/zookeeper.sh" start --dir "$dir/zk" --servers "$zk_servers" --tick-ms "$zk_tick_ms" \
+      >"$dir/zk_start.log" 2>&1; then
+    cat "$dir/zk_start.log" >&2
+    stop_all || true
+    die "the ZooKeeper ensemble did not start (see above)"
+  fi
+  connect="$(cat "$dir/zk/zk_connect")"
+  echo "$connect" >"$dir/zk_connect"
+  echo "$zk_root" >"$dir/zk_root"
+  if ! "$ctl_bin" init --zookeeper "$connect" --zk-root "$zk_root" --cluster-id "$cluster_id" \
+      --secret-file "$dir/secret" --memory-nodes "$endpoints" --lane-bytes "$lane_bytes" </dev/null; then
+    stop_all || true
+    die "pandora-ctl init failed (see above)"
+  fi
+  echo "==> zookeeper: $connect (root $zk_root)"
+}
+
+# Starts the pandora-fd replicas and waits (bounded) until every one has
+# announced itself in ZooKeeper and one is the leader; with $1 = 1 also until
+# the leader has its data plane (it sets it up once the tables are loaded and
+# logs "leader data plane").
+start_fds() {
+  local wait_data_plane="${1:-0}" ready="is the leader" i pid connect
+  [[ "$wait_data_plane" -eq 0 ]] || ready="leader data plane"
+  # On failure: start-fd stops only the replicas (the cluster was running
+  # before), start stops everything it started.
+  local on_fail=stop_all
+  [[ "$wait_data_plane" -eq 0 ]] || on_fail=stop_fds
+  connect="$(cat "$dir/zk_connect")"
+  echo "$fd_timeout_us" >"$dir/fd_timeout_us"
+  for ((i = 1; i <= fd_replicas; i++)); do
+    nice -n "$fd_nice" "$fd_bin" --zookeeper "$connect" --zk-root "$zk_root" --cluster-id "$cluster_id" \
+      --secret-file "$dir/secret" --replica-id "$i" --replicas "$fd_replicas" --listen 127.0.0.1:0 \
+      --timeout-us "$fd_timeout_us" --log-level "$log_level" ${fd_args[@]+"${fd_args[@]}"} \
+      </dev/null >"$dir/fd$i.log" 2>&1 &
+    echo "$!" >"$dir/fd$i.pid"
+  done
+  local deadline=$((SECONDS + 30)) status=""
+  while :; do
+    for i in $(recorded_fds); do
+      pid="$(cat "$dir/fd$i.pid")"
+      # alive, not is_fd_pid: right after the fork the child is still bash.
+      if ! alive "$pid"; then
+        echo "cluster.sh: pandora-fd replica $i (pid $pid) exited during start-up; its log ($dir/fd$i.log):" >&2
+        tail -n 20 "$dir/fd$i.log" >&2 || true
+        "$on_fail" || true
+        exit 1
+      fi
+    done
+    status="$("$ctl_bin" status --zookeeper "$connect" --zk-root "$zk_root" --cluster-id "$cluster_id" \
+      --secret-file "$dir/secret" </dev/null 2>&1 || true)"
+    if grep -q "^fd replicas ($fd_replicas):" <<<"$status" && grep -qs "$ready" "$dir"/fd*.log; then
+      break
+    fi
+    if [[ $SECONDS -ge $deadline ]]; then
+      echo "cluster.sh: the $fd_replicas pandora-fd replica(s) were not ready within 30 s; status:" >&2
+      echo "$status" >&2
+      for i in $(recorded_fds); do echo "--- $dir/fd$i.log" >&2; tail -n 10 "$dir/fd$i.log" >&2 || true; done
+      "$on_fail" || true
+      exit 1
+    fi
+    sleep 0.1
+  done
+  for i in $(recorded_fds); do
+    echo "==> pandora-fd replica $i: pid $(cat "$dir/fd$i.pid"), log $dir/fd$i.log"
+  done
+  echo "==> failure detector: $fd_replicas replica(s), timeout ${fd_timeout_us} us${fd_args[*]:+, ${fd_args[*]}}, nice $fd_nice; $(grep -h "is the leader" "$dir"/fd*.log | head -n1 | sed 's/.*\(replica [0-9]* is the leader\).*/\1/')"
 }
 
 status_all() {
@@ -253,11 +484,43 @@ status_all() {
     echo "node$i: pid $pid, 127.0.0.1:$port, $state"
   done
   [[ $any -eq 1 ]] || { echo "no cluster recorded in $dir"; return 1; }
+  for i in $(recorded_fds); do
+    pid="$(cat "$dir/fd$i.pid" 2>/dev/null || true)"
+    if is_fd_pid "$pid"; then state="running"; else state="not running"; down=1; fi
+    echo "fd$i: pid $pid, $state, log $dir/fd$i.log"
+  done
+  if [[ -d "$dir/zk" ]]; then
+    bash "$script_dir/zookeeper.sh" status --dir "$dir/zk" | sed 's/^/zookeeper: /' || down=1
+    if [[ -s "$dir/zk_connect" && -x "$ctl_bin" ]]; then
+      "$ctl_bin" status --zookeeper "$(cat "$dir/zk_connect")" --zk-root "$(cat "$dir/zk_root" 2>/dev/null || echo /pandora)" \
+        --cluster-id "$(cat "$dir/cluster_id")" --secret-file "$dir/secret" </dev/null | sed 's/^/pandora-ctl: /' || down=1
+    fi
+  fi
   return "$down"
+}
+
+# start-fd: a detector for a running cluster started with --zookeeper.
+start_fd_only() {
+  [[ -s "$dir/zk_connect" && -s "$dir/cluster_id" ]] ||
+    die "no ZooKeeper recorded in $dir: start the cluster with --zookeeper first"
+  [[ -x "$fd_bin" ]] || die "pandora-fd not found at '$fd_bin' (build it: bash deploy/setup.sh release, or pass --fd PATH)"
+  [[ -x "$ctl_bin" ]] || die "pandora-ctl not found at '$ctl_bin' (build it: bash deploy/setup.sh release, or pass --ctl PATH)"
+  local i pid
+  for i in $(recorded_fds); do
+    pid="$(cat "$dir/fd$i.pid" 2>/dev/null || true)"
+    if is_fd_pid "$pid"; then
+      die "a failure detector is already running from $dir (fd$i pid $pid); stop it first: $0 stop --dir $dir"
+    fi
+  done
+  rm -f -- "$dir"/fd*.pid
+  cluster_id="$(cat "$dir/cluster_id")"
+  zk_root="$(cat "$dir/zk_root" 2>/dev/null || echo "$zk_root")"
+  start_fds 1
 }
 
 case "$cmd" in
   start) start_all ;;
+  start-fd) start_fd_only ;;
   stop)
     [[ -d "$dir" ]] || die "no cluster state directory $dir"
     stop_all && echo "==> cluster in $dir stopped" || { echo "==> cluster in $dir stopped (some daemons needed SIGKILL)"; exit 1; }
