@@ -45,6 +45,7 @@ std::string_view type_name(wire::ControlType t) {
     case wire::ControlType::kStatsReply: return "StatsReply";
     case wire::ControlType::kRegionInfoRequest: return "RegionInfoRequest";
     case wire::ControlType::kRegionInfoReply: return "RegionInfoReply";
+    case wire::ControlType::kUnfence: return "Unfence";
   }
   return "unknown";
 }
@@ -269,6 +270,7 @@ class ControlServer::Impl {
     Clock::time_point deadline{};  // handshake deadline, or linger deadline when closing
     wire::Role role = wire::Role::kAdmin;
     uint16_t compute_id = 0;
+    uint32_t fence_generation = 0;  // FenceTable::generation at login
     uint32_t pid = 0;
     bool fence_pending = false;  // waiting for the fence worker: no reading
     bool handoff = false;        // SetupTcp answered: hand over once Ok is out
@@ -470,6 +472,9 @@ class ControlServer::Impl {
         reply_error_and_close(c, Errc::kInvalidArgument, "a compute node needs a compute id in 1..65535");
         return;
       }
+      // Generation first, then the bit: an unfence in between makes this
+      // session refused later (stale generation), never a fenced one live.
+      c.fence_generation = fences_.generation(hello->compute_id);
       if (fences_.is_fenced(hello->compute_id)) {
         log_.warn("refused Hello of fenced compute node {} from {}", hello->compute_id, c.peer);
         reply_error_and_close(c, Errc::kFenced,
@@ -499,6 +504,12 @@ class ControlServer::Impl {
   }
 
   void request(Conn& c, const wire::ControlMessage& m) {
+    // A compute session from before a fence stays refused, also after its
+    // id was unfenced for reuse (it could otherwise open a data plane).
+    if (c.role == wire::Role::kCompute && fences_.refuses(c.compute_id, c.fence_generation)) {
+      reply_error_and_close(c, Errc::kFenced, fmt::format("compute node {} was fenced", c.compute_id));
+      return;
+    }
     std::visit(
         [&](const auto& msg) {
           using T = std::decay_t<decltype(msg)>;
@@ -515,6 +526,15 @@ class ControlServer::Impl {
               log_.info("{} requests a fence of compute node {}", c.peer, msg.compute_id);
               c.fence_pending = true;
               fence_worker_.submit(c.id, msg.compute_id);
+            }
+          } else if constexpr (std::is_same_v<T, wire::Unfence>) {
+            if (c.role != wire::Role::kAdmin) {
+              reply_error(c, Errc::kInvalidArgument, "Unfence needs an admin session (role admin)");
+            } else if (Status s = fences_.unfence(msg.compute_id); !s) {
+              reply_error(c, s.code(), s.message());
+            } else {
+              log_.info("{} unfenced compute id {}", c.peer, msg.compute_id);
+              wire::encode_control(c.out, wire::Ok{});
             }
           } else if constexpr (std::is_same_v<T, wire::SetupTcp>) {
             if (c.role != wire::Role::kCompute) {
@@ -628,7 +648,7 @@ class ControlServer::Impl {
   void hand_over(Conn& c) {
     ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
     log_.debug("{}: switching to the tcp data plane", c.peer);
-    data_plane_.adopt(c.fd, c.compute_id, c.peer, std::move(c.in));
+    data_plane_.adopt(c.fd, c.compute_id, c.fence_generation, c.peer, std::move(c.in));
     conns_.erase(c.id);  // the fd now belongs to the data plane
   }
 

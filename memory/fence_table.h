@@ -100,6 +100,23 @@ class FenceTable {
   // Number of fenced compute ids (bits set).
   uint64_t fenced_count() const;
 
+  // Bumped by every unfence of the id. A session records it at login and
+  // is served only while it is unchanged, so a session from before a
+  // fence never comes back to life when the id is unfenced for reuse.
+  // Not persistent: sessions do not survive a daemon restart either.
+  uint32_t generation(uint16_t compute_id) const {
+    return generations_[compute_id].load(std::memory_order_seq_cst);
+  }
+  // Whether a session that logged in at `generation` may still act.
+  bool refuses(uint16_t compute_id, uint32_t generation) const {
+    return is_fenced(compute_id) || this->generation(compute_id) != generation;
+  }
+
+  // Clears the fence bit (persisted) after bumping the generation: every
+  // request of an older session sees the bit or the new generation.
+  // kInvalidArgument for id 0.
+  Status unfence(uint16_t compute_id);
+
   // Remembers that process `pid` maps the region as compute node
   // `compute_id`, so a later fence can kill it. Opens a pidfd now. Errors:
   // kInvalidArgument (pid 0/1/self, or no such process), kIo (too many
@@ -130,6 +147,7 @@ class FenceTable {
   size_t nslots_;
   std::mutex shm_mu_;
   std::vector<ShmClient> shm_;
+  std::unique_ptr<std::atomic<uint32_t>[]> generations_{new std::atomic<uint32_t>[65536]()};
 };
 
 }  // namespace pandora::memd

@@ -73,6 +73,7 @@ struct Conn {
   uint64_t id = 0;
   int fd = -1;
   uint16_t compute_id = 0;
+  uint32_t fence_generation = 0;  // FenceTable::generation at login
   std::string peer;
   InputBuffer in;
   std::string out;
@@ -89,6 +90,7 @@ struct Conn {
 struct Handoff {
   int fd;
   uint16_t compute_id;
+  uint32_t fence_generation;
   std::string peer;
   std::string pending_input;
 };
@@ -227,6 +229,7 @@ class TcpDataPlane::Worker {
       c->id = next_id_++;
       c->fd = h.fd;
       c->compute_id = h.compute_id;
+      c->fence_generation = h.fence_generation;
       c->peer = std::move(h.peer);
       c->in.append(h.pending_input);
       int one = 1;
@@ -377,7 +380,7 @@ class TcpDataPlane::Worker {
     resp.magic = wire::kFrameMagic;
     resp.op = h.op;
     resp.tag = h.tag;
-    if (fences_.is_fenced(c.compute_id)) {
+    if (fences_.refuses(c.compute_id, c.fence_generation)) {
       bump(counters_.fenced_ops);
       resp.status = static_cast<uint8_t>(Errc::kFenced);
       wire::encode_response(c.out, resp);
@@ -570,12 +573,13 @@ void TcpDataPlane::stop() {
   for (auto& w : workers_) w->join();
 }
 
-void TcpDataPlane::adopt(int fd, uint16_t compute_id, std::string peer, std::string pending_input) {
+void TcpDataPlane::adopt(int fd, uint16_t compute_id, uint32_t fence_generation, std::string peer,
+                         std::string pending_input) {
   Worker* best = workers_.front().get();
   for (auto& w : workers_) {
     if (w->load() < best->load()) best = w.get();
   }
-  best->adopt(Handoff{fd, compute_id, std::move(peer), std::move(pending_input)});
+  best->adopt(Handoff{fd, compute_id, fence_generation, std::move(peer), std::move(pending_input)});
 }
 
 void TcpDataPlane::add_stats(wire::StatsReply& out) const {

@@ -76,7 +76,9 @@ class TcpDataPlane {
   // session has ended with SetupTcp). `pending_input` holds bytes the client
   // sent after SetupTcp that the control server had already read; they are
   // processed first. Thread-safe.
-  void adopt(int fd, uint16_t compute_id, std::string peer, std::string pending_input);
+  // `fence_generation`: FenceTable::generation of the id when it logged in
+  // (requests are refused once it changes).
+  void adopt(int fd, uint16_t compute_id, uint32_t fence_generation, std::string peer, std::string pending_input);
 
   // Adds this plane's counters (reads, writes, cas, faa, bytes, fenced_ops,
   // malformed_frames, connections_current) to `out`. Thread-safe.

@@ -114,6 +114,13 @@ Status ControlClient::fence(uint16_t compute_id) {
   return Status::ok();
 }
 
+Status ControlClient::unfence(uint16_t compute_id) {
+  Result<wire::ControlMessage> reply = call(wire::Unfence{compute_id});
+  if (!reply) return reply.status();
+  if (!std::holds_alternative<wire::Ok>(*reply)) return unexpected_reply(*reply, "Ok");
+  return Status::ok();
+}
+
 Result<wire::StatsReply> ControlClient::stats() {
   Result<wire::ControlMessage> reply = call(wire::StatsRequest{});
   if (!reply) return reply.status();

@@ -52,6 +52,9 @@ class ControlClient {
   // Revokes `compute_id`'s access; returns once the daemon guarantees that
   // nothing that compute node sends (or has in flight) can change memory.
   Status fence(uint16_t compute_id);
+  // Admin only: lets `compute_id` log in again (pid recycling); sessions it
+  // had before the fence stay refused.
+  Status unfence(uint16_t compute_id);
   Result<wire::StatsReply> stats();
   Result<wire::RegionInfo> region_info();
 

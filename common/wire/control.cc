@@ -38,6 +38,7 @@ const char* type_name(ControlType t) {
     case ControlType::kStatsReply: return "StatsReply";
     case ControlType::kRegionInfoRequest: return "RegionInfoRequest";
     case ControlType::kRegionInfoReply: return "RegionInfoReply";
+    case ControlType::kUnfence: return "Unfence";
   }
   return nullptr;
 }
@@ -179,6 +180,7 @@ void encode_body(Writer& w, const StatsReply& m) {
 }
 void encode_body(Writer&, const RegionInfoRequest&) {}
 void encode_body(Writer& w, const RegionInfoReply& m) { w.region(m.region); }
+void encode_body(Writer& w, const Unfence& m) { w.u16(m.compute_id); }
 
 void decode_body(Reader& r, ServerHello& m) {
   r.u16(m.protocol_version);
@@ -227,6 +229,7 @@ void decode_body(Reader& r, StatsReply& m) {
 }
 void decode_body(Reader&, RegionInfoRequest&) {}
 void decode_body(Reader& r, RegionInfoReply& m) { r.region(m.region); }
+void decode_body(Reader& r, Unfence& m) { r.u16(m.compute_id); }
 
 template <typename M>
 Result<ControlMessage> decode_as(std::span<const uint8_t> body) {
@@ -247,10 +250,11 @@ Result<ControlMessage> decode_as(std::span<const uint8_t> body) {
 
 ControlType control_type(const ControlMessage& m) {
   // The variant's alternatives are listed in ControlType order, starting at 1.
-  static_assert(std::variant_size_v<ControlMessage> == static_cast<size_t>(ControlType::kRegionInfoReply));
+  static_assert(std::variant_size_v<ControlMessage> == static_cast<size_t>(ControlType::kUnfence));
   static_assert(std::is_same_v<std::variant_alternative_t<0, ControlMessage>, ServerHello>);
   static_assert(std::is_same_v<std::variant_alternative_t<7, ControlMessage>, ShmInfo>);
   static_assert(std::is_same_v<std::variant_alternative_t<12, ControlMessage>, RegionInfoReply>);
+  static_assert(std::is_same_v<std::variant_alternative_t<13, ControlMessage>, Unfence>);
   return static_cast<ControlType>(m.index() + 1);
 }
 
@@ -313,6 +317,7 @@ Result<ControlMessage> decode_control(std::span<const uint8_t> frame) {
     case ControlType::kStatsReply: return decode_as<StatsReply>(body);
     case ControlType::kRegionInfoRequest: return decode_as<RegionInfoRequest>(body);
     case ControlType::kRegionInfoReply: return decode_as<RegionInfoReply>(body);
+    case ControlType::kUnfence: return decode_as<Unfence>(body);
   }
   return protocol_error(fmt::format("unknown control message type {}", type));
 }

@@ -56,6 +56,7 @@ enum class ControlType : uint16_t {
   kStatsReply = 11,
   kRegionInfoRequest = 12,
   kRegionInfoReply = 13,
+  kUnfence = 14,
 };
 
 struct ServerHello {
@@ -118,6 +119,13 @@ struct StatsReply {
   uint64_t fenced_nodes = 0;       // bits set in the fence bitmap
 };
 
+// Admin only: lets a compute id in again once pid recycling has released
+// every latch it could hold (recovery/recycler.h). Every session the id had
+// before stays refused (the daemon bumps the id's fence generation).
+struct Unfence {
+  uint16_t compute_id = 0;
+};
+
 struct RegionInfoRequest {};
 struct RegionInfoReply {
   RegionInfo region;
@@ -125,7 +133,7 @@ struct RegionInfoReply {
 
 using ControlMessage =
     std::variant<ServerHello, Hello, HelloOk, Error, Ok, SetupTcp, SetupShm, ShmInfo, Fence,
-                 StatsRequest, StatsReply, RegionInfoRequest, RegionInfoReply>;
+                 StatsRequest, StatsReply, RegionInfoRequest, RegionInfoReply, Unfence>;
 
 ControlType control_type(const ControlMessage& m);
 

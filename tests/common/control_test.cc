@@ -78,6 +78,7 @@ std::vector<ControlMessage> samples() {
       st,
       RegionInfoRequest{},
       RegionInfoReply{sample_region()},
+      Unfence{9},
   };
 }
 
@@ -86,7 +87,7 @@ TEST(Control, TypeNumbersAreStable) {
       {ServerHello{}, 1}, {Hello{}, 2},      {HelloOk{}, 3},     {Error{}, 4},
       {Ok{}, 5},          {SetupTcp{}, 6},   {SetupShm{}, 7},    {ShmInfo{}, 8},
       {Fence{}, 9},       {StatsRequest{}, 10}, {StatsReply{}, 11}, {RegionInfoRequest{}, 12},
-      {RegionInfoReply{}, 13},
+      {RegionInfoReply{}, 13}, {Unfence{}, 14},
   };
   for (const auto& [m, type] : cases) {
     EXPECT_EQ(static_cast<uint16_t>(control_type(m)), type);
@@ -246,7 +247,7 @@ TEST(Control, BadMagicVersionAndSize) {
 }
 
 TEST(Control, UnknownTypesAreErrors) {
-  for (uint16_t type : {uint16_t{0}, uint16_t{14}, uint16_t{0x100}, uint16_t{0xFFFF}}) {
+  for (uint16_t type : {uint16_t{0}, uint16_t{15}, uint16_t{0x100}, uint16_t{0xFFFF}}) {
     std::string s = encoded(Ok{});
     put16(s, 6, type);
     Result<ControlMessage> d = decode_control(bytes(s));

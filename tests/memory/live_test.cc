@@ -497,6 +497,51 @@ TEST_F(LiveTest, FenceStopsTcpClientAndSurvivesRestart) {
   EXPECT_EQ(read_bytes(*b, a, 6), "before");
 }
 
+// Pid recycling: an unfenced id may log in again, but every session it had
+// before the fence - an open data plane, or a control session that could
+// still ask for one - stays refused.
+TEST_F(LiveTest, UnfenceLetsTheIdInAgainButNotItsOldSessions) {
+  auto victim = tcp(7);
+  ASSERT_TRUE(victim);
+  const uint64_t a = kDataOffset + 8192;
+  ASSERT_EQ(write_bytes(*victim, a, "before"), Errc::kOk);
+  RawPeer old_raw(memd_.endpoint().port);
+  ASSERT_TRUE(old_raw.open_data_plane(cluster(), secret(), 7));
+  // A compute control session with no data plane yet.
+  auto old_control = ControlClient::connect(memd_.endpoint(), memd_.identity(7), 5s);
+  ASSERT_TRUE(old_control) << old_control.status().to_string();
+
+  auto adm = admin();
+  ASSERT_TRUE(adm);
+  ASSERT_TRUE(adm->fence(7));
+  // Only an admin may unfence, and never id 0.
+  auto compute = ControlClient::connect(memd_.endpoint(), memd_.identity(8), 5s);
+  ASSERT_TRUE(compute) << compute.status().to_string();
+  EXPECT_EQ((*compute)->unfence(7).code(), Errc::kInvalidArgument);
+  EXPECT_EQ(adm->unfence(0).code(), Errc::kInvalidArgument);
+  ASSERT_TRUE(adm->unfence(7));
+
+  // Old sessions: still refused, memory untouched.
+  EXPECT_EQ(write_bytes(*victim, a, "after!"), Errc::kFenced);
+  ASSERT_TRUE(old_raw.send(request_frame(wire::Op::kWrite, a, 6, 1, 0, 0, "after!")));
+  auto r = old_raw.recv_response();
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->header.status, static_cast<uint8_t>(Errc::kFenced));
+  auto old_setup = (*old_control)->call(wire::SetupTcp{});
+  ASSERT_FALSE(old_setup);
+  EXPECT_EQ(old_setup.status().code(), Errc::kFenced);
+
+  // A new session of the recycled id works.
+  auto fresh = tcp(7);
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(read_bytes(*fresh, a, 6), "before");
+  EXPECT_EQ(write_bytes(*fresh, a, "reborn"), Errc::kOk);
+  EXPECT_EQ(read_bytes(*fresh, a, 6), "reborn");
+  auto st = adm->stats();
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->fenced_nodes, 0u);
+}
+
 // Reaps a forked child in every case, so a failing test leaves nothing behind.
 struct ChildGuard {
   pid_t pid = -1;
