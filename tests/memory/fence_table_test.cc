@@ -81,7 +81,12 @@ TEST_F(FenceTableTest, FenceWaitsForABatchThatStartedBeforeIt) {
   // While the old batch runs, fence() must not return (it would otherwise
   // promise something the data thread can still break).
   EXPECT_EQ(fence.wait_for(100ms), std::future_status::timeout);
-  EXPECT_TRUE(table_->is_fenced(7));  // the bit itself is already set
+  // The bit itself is set first (the async thread may start late on a
+  // loaded machine: wait for it, bounded).
+  const auto bit_deadline = std::chrono::steady_clock::now() + 10s;
+  while (!table_->is_fenced(7) && std::chrono::steady_clock::now() < bit_deadline) std::this_thread::yield();
+  EXPECT_TRUE(table_->is_fenced(7));
+  EXPECT_EQ(fence.wait_for(0ms), std::future_status::timeout);  // still waiting for the old batch
   release.set_value();
   ASSERT_EQ(fence.wait_for(10s), std::future_status::ready);
   EXPECT_TRUE(batch_done.load()) << "fence() returned before the old batch ended";
