@@ -14,6 +14,7 @@
 #include "recovery/fd/detector.h"
 #include "recovery/membership.h"
 #include "recovery/recovery_coordinator.h"
+#include "recovery/recycler.h"
 #include "recovery/registry.h"
 
 namespace pandora {
@@ -190,6 +191,7 @@ class Replica {
       }
       lead_->resumed = true;
     }
+    maybe_recycle();
     for (const fd::FailedNode& f : detector_->wait_failed(std::chrono::milliseconds(20))) {
       if (f.kind != wire::SenderKind::kCompute) continue;  // memory-node failures: not handled yet
       const uint16_t pid = static_cast<uint16_t>(f.id);
@@ -211,6 +213,20 @@ class Replica {
       }
     }
     return 0;
+  }
+
+  // Pid recycling (recovery/recycler.h) once 95% of the pid space is in
+  // use; checked about once a second, off the recovery path.
+  void maybe_recycle() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_recycle_check_) return;
+    next_recycle_check_ = now + std::chrono::seconds(1);
+    auto alloc = registry_->alloc();
+    if (!alloc || !recycling_due(*alloc, 0.95)) return;
+    RecycleOptions ro;
+    ro.secret = o_.secret;
+    auto r = recycle_pids(*registry_, *lead_->cluster, lead_->member->pid(), ro, log_.child("recycler"));
+    if (!r) log_.warn("pid recycling: {}", r.status().to_string());
   }
 
   // A broken data connection is not repaired in place: the coordinator and
@@ -298,6 +314,7 @@ class Replica {
   bool leader_ = false;
   std::unique_ptr<Leadership> lead_;
   std::set<uint16_t> watched_;
+  std::chrono::steady_clock::time_point next_recycle_check_{};
 };
 
 }  // namespace

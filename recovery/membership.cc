@@ -1,6 +1,8 @@
 #include "recovery/membership.h"
 
 #include <sys/random.h>
+
+#include <algorithm>
 #include <thread>
 #include <unistd.h>
 
@@ -76,13 +78,28 @@ Status Membership::leave() {
 }
 
 Status Membership::attach(FailedIds& ids) {
+  // Synchronously, so transactions start knowing every failed pid: the
+  // recycle state first (pids being recycled are not added), then failed/.
+  // A recycle that starts after this read is handled by the watcher, which
+  // drops its pids and acknowledges.
+  auto rec = registry_->watch_recycle([this] {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      recycle_changed_ = true;
+    }
+    cv_.notify_all();
+  });
+  if (!rec) return rec.status();
   auto failed = registry_->failed();
   if (!failed) return failed.status();
-  for (uint16_t p : *failed) ids.add(p);
+  for (uint16_t p : *failed) {
+    if (std::find(rec->pids.begin(), rec->pids.end(), p) == rec->pids.end()) ids.add(p);
+  }
   ids_.store(&ids, std::memory_order_release);
-  for (uint16_t p : *failed) learn(p, false);
+  // The recycle state first (its pids are not to be added), then failed/.
   {
     std::lock_guard<std::mutex> g(mu_);
+    recycle_changed_ = true;
     failed_changed_ = true;
   }
   cv_.notify_all();
@@ -108,6 +125,40 @@ void Membership::learn(uint16_t pid, bool by_push) {
   }
 }
 
+void Membership::refresh_recycle() {
+  auto r = registry_->watch_recycle([this] {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      recycle_changed_ = true;
+    }
+    cv_.notify_all();
+  });
+  if (!r) {
+    logger_.warn("reading the pid recycling state: {}", r.status().to_string());
+    std::lock_guard<std::mutex> g(mu_);
+    recycle_changed_ = true;
+    return;
+  }
+  if (r->generation == 0) {
+    recycling_.clear();  // over: failed/ no longer lists them
+    return;
+  }
+  // Drop the pids before acknowledging: once every member has, they may be
+  // issued again, and a latch of the new owner must not look stray here.
+  recycling_ = r->pids;
+  if (FailedIds* ids = ids_.load(std::memory_order_acquire)) {
+    for (uint16_t p : r->pids) ids->remove(p);
+  }
+  if (Status s = registry_->ack_recycle(record_.pid, r->generation); !s) {
+    logger_.warn("acknowledging pid recycling {}: {} (retrying)", r->generation, s.to_string());
+    std::lock_guard<std::mutex> g(mu_);
+    recycle_changed_ = true;
+    return;
+  }
+  recycles_acked_.fetch_add(1, std::memory_order_relaxed);
+  logger_.info("dropped {} recycled pid(s) from failed-ids (generation {})", r->pids.size(), r->generation);
+}
+
 void Membership::refresh_failed() {
   auto failed = registry_->watch_failed([this] {
     {
@@ -122,7 +173,10 @@ void Membership::refresh_failed() {
     failed_changed_ = true;  // retry on the next wake-up
     return;
   }
-  for (uint16_t p : *failed) learn(p, false);
+  for (uint16_t p : *failed) {
+    if (std::find(recycling_.begin(), recycling_.end(), p) != recycling_.end()) continue;
+    learn(p, false);
+  }
 }
 
 void Membership::refresh_replicas() {
@@ -176,21 +230,29 @@ void Membership::refresh_pause() {
 
 void Membership::watch_loop() {
   for (;;) {
-    bool failed = false, replicas = false, pause = false;
+    bool failed = false, replicas = false, pause = false, recycle = false;
     uint64_t ack = 0;
     {
       std::unique_lock<std::mutex> g(mu_);
       // Wakes on a watch; the timeout retries reads that failed (no quorum).
       cv_.wait_for(g, std::chrono::milliseconds(500), [&] {
-        return closing_ || failed_changed_ || replicas_changed_ || pause_changed_ || ack_wanted_ != acked_;
+        return closing_ || failed_changed_ || replicas_changed_ || pause_changed_ || recycle_changed_ ||
+               ack_wanted_ != acked_;
       });
       if (closing_) return;
       failed = std::exchange(failed_changed_, false);
       replicas = std::exchange(replicas_changed_, false);
       pause = std::exchange(pause_changed_, false);
+      recycle = std::exchange(recycle_changed_, false);
       ack = ack_wanted_;
     }
     if (pause) refresh_pause();
+    // Before failed-ids are re-read: a pid being recycled must not come back.
+    if (recycle && ids_.load(std::memory_order_acquire)) refresh_recycle();
+    else if (recycle) {
+      std::lock_guard<std::mutex> g(mu_);
+      recycle_changed_ = false;  // attach() raises it again
+    }
     if (ack != 0 && ack != acked_ && ack == pause_epoch_.load(std::memory_order_acquire)) {
       if (Status s = registry_->ack_pause(record_.pid, ack); s) acked_ = ack;
       else {

@@ -78,6 +78,9 @@ class Membership {
   // ZooKeeper, from this object's own thread; returns at once).
   void ack_pause(uint64_t epoch);
 
+  // Pid recycling generations this member has acknowledged (tests).
+  uint64_t recycles_acknowledged() const { return recycles_acked_.load(std::memory_order_relaxed); }
+
   uint64_t pushes_received() const { return pushes_.load(std::memory_order_relaxed); }
 
  private:
@@ -90,6 +93,7 @@ class Membership {
   void refresh_failed();
   void refresh_replicas();
   void refresh_pause();
+  void refresh_recycle();
 
   Logger logger_;
   std::unique_ptr<Registry> registry_;
@@ -104,6 +108,11 @@ class Membership {
   bool failed_changed_ = true;    // guarded by mu_
   bool replicas_changed_ = true;  // guarded by mu_
   bool pause_changed_ = true;     // guarded by mu_
+  bool recycle_changed_ = true;   // guarded by mu_
+  // Pids being recycled: dropped from failed-ids and not re-added from a
+  // stale read of failed/ until the recycle is over. Watcher thread only.
+  std::vector<uint16_t> recycling_;
+  std::atomic<uint64_t> recycles_acked_{0};
   uint64_t ack_wanted_ = 0;       // guarded by mu_
   uint64_t acked_ = 0;            // watcher thread only
   std::atomic<uint64_t> pause_epoch_{0};

@@ -229,7 +229,12 @@ Result<RecoveryRecord> decode_recovery_record(std::string_view text) {
 }
 
 std::string encode_alloc_record(const AllocRecord& r) {
-  std::string s = fmt::format("next_pid={}\n", r.next_pid);
+  std::string s = fmt::format("next_pid={}\npid_limit={}\n", r.next_pid, r.pid_limit);
+  if (!r.reuse.empty()) {
+    std::string pids;
+    for (uint16_t p : r.reuse) pids += (pids.empty() ? "" : ",") + std::to_string(p);
+    s += "reuse=" + pids + "\n";
+  }
   for (const Lease& l : r.leases) s += fmt::format("lease={},{}\n", slot_text(l.slot), l.pid);
   return s;
 }
@@ -243,6 +248,20 @@ Result<AllocRecord> decode_alloc_record(std::string_view text) {
       auto x = parse_u64(v, k, 65536);
       if (!x || *x == 0) return Status(Errc::kCorrupt, "alloc record: bad next_pid");
       r.next_pid = static_cast<uint32_t>(*x);
+    } else if (k == "pid_limit") {
+      auto x = parse_u64(v, k, 65535);
+      if (!x || *x == 0) return Status(Errc::kCorrupt, "alloc record: bad pid_limit");
+      r.pid_limit = static_cast<uint32_t>(*x);
+    } else if (k == "reuse") {
+      size_t pos = 0;
+      while (pos < v.size()) {
+        size_t c = v.find(',', pos);
+        if (c == std::string::npos) c = v.size();
+        auto pid = parse_u64(std::string_view(v).substr(pos, c - pos), "reuse pid", 65535);
+        if (!pid || *pid == 0) return Status(Errc::kCorrupt, "alloc record: bad reuse list");
+        r.reuse.push_back(static_cast<uint16_t>(*pid));
+        pos = c + 1;
+      }
     } else if (k == "lease") {
       const size_t c = v.rfind(',');
       if (c == std::string::npos) return Status(Errc::kCorrupt, fmt::format("alloc record: bad lease '{}'", v));
@@ -271,7 +290,7 @@ std::optional<LaneSlot> find_free_slot(const AllocRecord& a, uint32_t count, uin
 // ---- Registry -------------------------------------------------------------------
 
 Status Registry::init(const zk::ZkOptions& zo, const std::string& root, const ClusterRecord& record,
-                      const Logger& logger) {
+                      const Logger& logger, uint32_t pid_limit) {
   auto zk = zk::ZkClient::connect(zo, logger);
   if (!zk) return zk.status();
   if (Status s = (*zk)->ensure_path(root); !s) return s;
@@ -290,7 +309,7 @@ Status Registry::init(const zk::ZkOptions& zo, const std::string& root, const Cl
   }
   if (existing.status().code() != Errc::kNotFound) return existing.status();
   std::vector<Op> ops = {Op::create(cpath, encode_cluster_record(record)),
-                         Op::create(root + "/alloc", encode_alloc_record(AllocRecord{})),
+                         Op::create(root + "/alloc", encode_alloc_record(AllocRecord{.pid_limit = pid_limit})),
                          Op::create(root + "/compute", ""),
                          Op::create(root + "/failed", ""),
                          Op::create(root + "/recoveries", ""),
@@ -298,7 +317,7 @@ Status Registry::init(const zk::ZkOptions& zo, const std::string& root, const Cl
                          Op::create(root + "/fd/replicas", ""),
                          Op::create(root + "/fd/election", "")};
   Status s = (*zk)->multi(ops);
-  if (s.code() == Errc::kAlreadyExists) return init(zo, root, record, logger);  // raced with another init
+  if (s.code() == Errc::kAlreadyExists) return init(zo, root, record, logger, pid_limit);  // raced with another init
   return s;
 }
 
@@ -339,8 +358,18 @@ Result<MemberRecord> Registry::register_member(MemberRecord record, uint32_t lan
     if (!node) return node.status();
     auto a = decode_alloc_record(node->data);
     if (!a) return a.status();
-    if (a->next_pid > 65535) {
-      return Status(Errc::kUnavailable, "every compute pid (1..65535) has been issued; pid recycling must run first");
+    uint16_t pid = 0;
+    if (a->next_pid <= a->pid_limit) {
+      pid = static_cast<uint16_t>(a->next_pid);
+      a->next_pid += 1;
+    } else if (!a->reuse.empty()) {
+      pid = a->reuse.front();
+      a->reuse.erase(a->reuse.begin());
+    } else {
+      return Status(Errc::kUnavailable,
+                    fmt::format("every compute pid (1..{}) is in use and none is recycled yet: the failure "
+                                "detector's leader recycles failed pids once 95% are used",
+                                a->pid_limit));
     }
     auto slot = find_free_slot(*a, lanes, cluster_.lanes);
     if (!slot) {
@@ -351,10 +380,9 @@ Result<MemberRecord> Registry::register_member(MemberRecord record, uint32_t lan
                                 "node(s); start the memory daemons with a larger --log-size or run fewer coordinators",
                                 lanes, leased, cluster_.lanes, a->leases.size()));
     }
-    record.pid = static_cast<uint16_t>(a->next_pid);
+    record.pid = pid;
     record.slot = *slot;
     if (record.registered_ns == 0) record.registered_ns = now_realtime_ns();
-    a->next_pid += 1;
     a->leases.push_back(Lease{*slot, record.pid});
     std::sort(a->leases.begin(), a->leases.end(),
               [](const Lease& x, const Lease& y) { return x.slot.first < y.slot.first; });
@@ -542,6 +570,113 @@ Status Registry::ack_pause(uint16_t pid, uint64_t epoch) {
   if (created) return Status::ok();
   if (created.status().code() == Errc::kAlreadyExists) return zk_->set(p, data);
   return created.status();
+}
+
+namespace {
+std::string pid_list(const std::vector<uint16_t>& pids) {
+  std::string s;
+  for (uint16_t p : pids) s += (s.empty() ? "" : ",") + std::to_string(p);
+  return s;
+}
+}  // namespace
+
+Status Registry::begin_recycle(const Recycle& r) {
+  const std::string data = fmt::format("generation={}\npids={}\n", r.generation, pid_list(r.pids));
+  auto created = zk_->create(path("recycle"), data);
+  if (created) return Status::ok();
+  if (created.status().code() != Errc::kAlreadyExists) return created.status();
+  return zk_->set(path("recycle"), data);  // a dead leader's attempt: replaced
+}
+
+Result<std::vector<uint16_t>> Registry::recycle_acks(uint64_t generation) {
+  auto names = zk_->children(path("recycle"));
+  if (!names) return names.status();
+  std::vector<uint16_t> out;
+  for (const std::string& n : *names) {
+    auto pid = parse_pid_name(n);
+    if (!pid) continue;
+    auto node = zk_->get(path("recycle/" + n));
+    if (node && node->data == fmt::format("generation={}\n", generation)) out.push_back(*pid);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Result<Registry::Recycle> Registry::watch_recycle(std::function<void()> on_change) {
+  auto exists = zk_->watch_exists(path("recycle"), std::move(on_change));
+  if (!exists) return exists.status();
+  Recycle r;
+  if (!*exists) return r;
+  auto node = zk_->get(path("recycle"));
+  if (!node) return node.status().code() == Errc::kNotFound ? Result<Recycle>(r) : node.status();
+  auto f = parse_fields(node->data, "recycle record");
+  if (!f) return f.status();
+  for (const auto& [k, v] : *f) {
+    if (k == "generation") {
+      auto g = parse_u64(v, k);
+      if (!g) return g.status();
+      r.generation = *g;
+    } else if (k == "pids") {
+      size_t pos = 0;
+      while (pos < v.size()) {
+        size_t c = v.find(',', pos);
+        if (c == std::string::npos) c = v.size();
+        auto pid = parse_pid_name(std::string_view(v).substr(pos, c - pos));
+        if (!pid) return pid.status();
+        r.pids.push_back(*pid);
+        pos = c + 1;
+      }
+    }
+  }
+  return r;
+}
+
+Status Registry::ack_recycle(uint16_t pid, uint64_t generation) {
+  const std::string p = path(fmt::format("recycle/{}", pid));
+  const std::string data = fmt::format("generation={}\n", generation);
+  auto created = zk_->create(p, data, CreateMode::kEphemeral);
+  if (created) return Status::ok();
+  if (created.status().code() == Errc::kAlreadyExists) return zk_->set(p, data);
+  return created.status();
+}
+
+Status Registry::finish_recycle(const Recycle& r) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto node = zk_->get(path("alloc"));
+    if (!node) return node.status();
+    auto a = decode_alloc_record(node->data);
+    if (!a) return a.status();
+    for (uint16_t p : r.pids) {
+      if (std::find(a->reuse.begin(), a->reuse.end(), p) == a->reuse.end()) a->reuse.push_back(p);
+    }
+    std::vector<Op> ops = {Op::set(path("alloc"), encode_alloc_record(*a), node->stat.version)};
+    for (uint16_t p : r.pids) {
+      ops.push_back(Op::remove(path(fmt::format("failed/{}", p))));
+      ops.push_back(Op::remove(path(fmt::format("recoveries/{}", p))));
+    }
+    auto acks = zk_->children(path("recycle"));
+    if (!acks) return acks.status();
+    for (const std::string& n : *acks) ops.push_back(Op::remove(path("recycle/" + n)));
+    ops.push_back(Op::remove(path("recycle")));
+    Status s = zk_->multi(ops);
+    if (s.code() == Errc::kConflict || s.code() == Errc::kNotFound) continue;  // alloc moved / an ack left
+    return s;
+  }
+  return Status(Errc::kUnavailable, "finishing the pid recycling lost 100 races in a row");
+}
+
+Status Registry::abandon_recycle() {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto acks = zk_->children(path("recycle"));
+    if (!acks) return acks.status().code() == Errc::kNotFound ? Status::ok() : acks.status();
+    std::vector<Op> ops;
+    for (const std::string& n : *acks) ops.push_back(Op::remove(path("recycle/" + n)));
+    ops.push_back(Op::remove(path("recycle")));
+    Status s = zk_->multi(ops);
+    if (s.code() == Errc::kNotFound) continue;
+    return s;
+  }
+  return Status(Errc::kUnavailable, "withdrawing the pid recycling lost 100 races in a row");
 }
 
 Status Registry::announce_replica(uint32_t replica_id, const Endpoint& udp) {

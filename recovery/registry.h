@@ -12,6 +12,8 @@
 //   <root>/fd/election/n_       ephemeral sequential: leader election (lowest wins)
 //   <root>/pause                ford only: a stop-the-world pause in progress (epoch, failed pids)
 //   <root>/pause/<pid>          ephemeral: compute node <pid> has parked every coordinator for it
+//   <root>/recycle              pid recycling in progress (generation, pids) (recycler.h)
+//   <root>/recycle/<pid>        ephemeral: member <pid> has dropped those pids from its failed-ids
 //
 // Node contents are "key=value" lines (readable with zkCli.sh), parsed
 // strictly: unknown keys are kept but ignored, a malformed line is kCorrupt.
@@ -93,7 +95,12 @@ struct Lease {
 
 struct AllocRecord {
   uint32_t next_pid = 1;
-  std::vector<Lease> leases;  // sorted by first lane
+  uint32_t pid_limit = 65535;   // pids 1..pid_limit exist (tests use a tiny space)
+  std::vector<uint16_t> reuse;  // recycled pids, issued again once next_pid has passed pid_limit
+  std::vector<Lease> leases;    // sorted by first lane
+
+  // Pids issued and not recycled (live, or failed and awaiting recycling).
+  uint32_t in_use() const { return next_pid - 1 - static_cast<uint32_t>(reuse.size()); }
 };
 
 // Text forms (exposed for tests and pandora-ctl).
@@ -118,8 +125,9 @@ class Registry {
                                                 const Logger& logger);
   // Creates the tree for `record` (idempotent for the same cluster id;
   // kMismatch for another one).
+  // `pid_limit`: the pid space (tests of recycling use a tiny one).
   static Status init(const zk::ZkOptions& zk, const std::string& root, const ClusterRecord& record,
-                     const Logger& logger);
+                     const Logger& logger, uint32_t pid_limit = 65535);
 
   const std::string& root() const { return root_; }
   const ClusterRecord& cluster() const { return cluster_; }
@@ -164,6 +172,24 @@ class Registry {
   // one-shot watch on its creation/removal.
   Result<uint64_t> watch_pause(std::function<void()> on_change);
   Status ack_pause(uint16_t pid, uint64_t epoch);
+
+  // Pid recycling (recycler.h), the same shape as the pause: the leader
+  // announces the pids, every member drops them from its failed-ids and
+  // acknowledges, the leader finishes in one multi (failed/ and recovery
+  // records removed, the pids added to alloc.reuse, the announcement gone).
+  struct Recycle {
+    uint64_t generation = 0;
+    std::vector<uint16_t> pids;
+  };
+  Status begin_recycle(const Recycle& r);
+  Result<std::vector<uint16_t>> recycle_acks(uint64_t generation);
+  // The recycle in progress (generation 0: none), arming a one-shot watch.
+  Result<Recycle> watch_recycle(std::function<void()> on_change);
+  Status ack_recycle(uint16_t pid, uint64_t generation);
+  Status finish_recycle(const Recycle& r);
+  // Withdraws an announcement without recycling (members keep the pids
+  // dropped: harmless, they are fenced and their latches released).
+  Status abandon_recycle();
 
   // FD replicas (ephemeral): announce this replica's UDP endpoint; list them.
   Status announce_replica(uint32_t replica_id, const Endpoint& udp);

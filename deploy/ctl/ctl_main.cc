@@ -44,6 +44,7 @@ struct Flags {
   uint64_t lane_bytes = 16 * 1024;
   std::string backend = "tcp";
   std::string protocol = "pandora";
+  uint64_t pid_limit = 65535;
   std::string log_level = "warn";
 };
 
@@ -119,7 +120,9 @@ class Ctl {
       lanes = std::min<uint64_t>(lanes, (*ctl)->region().log_size / f_.lane_bytes);
     }
     rec.lanes = static_cast<uint32_t>(std::min<uint64_t>(lanes, UINT32_MAX));
-    if (Status s = Registry::init(zk_options(), f_.zk_root, rec, log_); !s) return fail(s);
+    if (Status s = Registry::init(zk_options(), f_.zk_root, rec, log_, static_cast<uint32_t>(f_.pid_limit)); !s) {
+      return fail(s);
+    }
     fmt::print("cluster {:#x} initialised in ZooKeeper at {}: {} memory node(s), {} log lanes of {} bytes\n",
                rec.cluster_id, f_.zk_root, rec.memory_nodes.size(), rec.lanes, rec.lane_bytes);
     return 0;
@@ -165,7 +168,8 @@ class Ctl {
     }
     auto alloc = r.alloc();
     if (!alloc) return fail(alloc.status());
-    fmt::print("next pid {}; {} lane lease(s)\n", alloc->next_pid, alloc->leases.size());
+    fmt::print("pids: next {}, limit {}, {} in use, {} recycled awaiting reuse; {} lane lease(s)\n", alloc->next_pid,
+               alloc->pid_limit, alloc->in_use(), alloc->reuse.size(), alloc->leases.size());
     return 0;
   }
 
@@ -293,6 +297,9 @@ int main(int argc, char** argv) {
   opts.add_size("lane-bytes", &f.lane_bytes, "init: bytes of one log lane (must match the loader's --lane-bytes)",
                 kMinLaneBytes, 64u << 20);
   opts.add_choice("backend", &f.backend, {"tcp", "shm"}, "recover: data plane to the memory nodes");
+  opts.add_u64("pid-limit", &f.pid_limit,
+               "init: compute pids 1..N exist (recycled by the FD leader at 95% use; small values for tests)", 4,
+               65535);
   opts.add_choice("protocol", &f.protocol, {"pandora", "ford", "log-a-latch"},
                   "init: the protocol every compute node of the cluster runs (recovery follows it)");
   opts.add_choice("log-level", &f.log_level, {"debug", "info", "warn", "error"}, "log verbosity");

@@ -4,9 +4,17 @@
 // lifetimes on a default-sized log area (pids retire, lane slots come back).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
+#include "common/latch.h"
+#include "common/slot_layout.h"
 #include "compute/loader.h"
+#include "compute/op_batch.h"
+#include "compute/table_geometry.h"
+#include "recovery/latch_scan.h"
+#include "recovery/membership.h"
+#include "recovery/recycler.h"
 #include "recovery/recovery_coordinator.h"
 #include "recovery/registry.h"
 #include "tests/support/memd_cluster.h"
@@ -90,7 +98,8 @@ class RegistryZkTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new testing::TempDir();
-    zk_ = new testing::ZkEnsemble(dir_->path() + "/zk");
+    // A 500 ms tick: 100 ms lost the quorum under load on 2 cores.
+    zk_ = new testing::ZkEnsemble(dir_->path() + "/zk", testing::ZkEnsembleOptions{.tick_ms = 500});
     start_ = zk_->start();
   }
   static void TearDownTestSuite() {
@@ -231,6 +240,119 @@ TEST_F(RegistryZkTest, ThousandsOfComputeLifetimesRunOnADefaultLogArea) {
   ASSERT_TRUE(a);
   ASSERT_EQ(a->leases.size(), 1u);  // only the coordinator's own slot is still leased
   EXPECT_EQ(a->leases[0].pid, leader->pid);
+}
+
+// Pid recycling with a tiny pid space: pids of failed nodes are issued
+// again once every stray latch carrying them is released and every live
+// member has dropped them from its failed-ids; a re-issued pid logs in and
+// writes (it was unfenced), and no latch of a recycled pid survives.
+TEST_F(RegistryZkTest, PidsAreRecycledInATinyPidSpace) {
+  testing::MemdCluster memds(2, "16M", "2M");
+  ASSERT_TRUE(memds.ok()) << memds.error();
+  ComputeConfig base = memds.config(1, Backend::kTcp, 2);
+  ClusterRecord c;
+  c.cluster_id = base.cluster_id;
+  c.memory_nodes = base.memory_nodes;
+  c.lane_bytes = testing::kTestLaneBytes;
+  c.lanes = static_cast<uint32_t>((2u << 20) / c.lane_bytes);
+  constexpr uint32_t kPidLimit = 12;
+  ASSERT_TRUE(Registry::init(zk_options(), root("recycle"), c, log_, kPidLimit));
+  auto reg = Registry::open(zk_options(), root("recycle"), c.cluster_id, log_);
+  ASSERT_TRUE(reg) << reg.status().to_string();
+
+  auto leader = (*reg)->register_member(MemberRecord{.role = MemberRole::kFd}, 2);
+  ASSERT_TRUE(leader) << leader.status().to_string();
+  ComputeConfig lc = base;
+  lc.compute_id = leader->pid;
+  lc.lane_slot = leader->slot;
+  lc.lane_bytes = c.lane_bytes;
+  lc.threads = 1;
+  lc.coordinators = 1;
+  auto cluster = Cluster::connect(lc, log_);
+  ASSERT_TRUE(cluster) << cluster.status().to_string();
+  std::vector<TableSpec> specs = {TableSpec{.id = 1, .name = "t", .value_size = 16, .expected_rows = 256}};
+  ASSERT_TRUE(create_tables(**cluster, specs, {}));
+  ASSERT_TRUE((*cluster)->load_directory());
+  RecoveryCoordinatorOptions ro;
+  ro.cluster_id = c.cluster_id;
+  ro.secret = base.secret;
+  RecoveryCoordinator coord(**reg, **cluster, ro, log_, {});
+
+  // A live member that must drop recycled pids before they are re-issued.
+  MembershipOptions mo;
+  mo.zk = zk_options();
+  mo.root = root("recycle");
+  mo.cluster_id = c.cluster_id;
+  mo.secret = base.secret;
+  mo.lanes = 2;
+  auto live = Membership::join(mo, log_);
+  ASSERT_TRUE(live) << live.status().to_string();
+  FailedIds live_ids;
+  ASSERT_TRUE((*live)->attach(live_ids));
+
+  const TableEntry& t = *(*cluster)->directory().find(1);
+  const auto conns = (*cluster)->bootstrap_connections();
+  std::map<uint16_t, int> issued;  // pid -> times issued
+  uint32_t recycles = 0, released = 0;
+  for (int i = 0; i < 40; ++i) {
+    auto m = (*reg)->register_member(MemberRecord{}, 2);
+    ASSERT_TRUE(m) << "lifetime " << i << ": " << m.status().to_string();
+    ++issued[m->pid];
+    // The node runs: its own session logs in and writes (a re-issued pid
+    // was unfenced), and it leaves a stray latch behind when it dies.
+    ComputeConfig mc = base;
+    mc.compute_id = m->pid;
+    mc.lane_slot = m->slot;
+    mc.threads = 1;
+    mc.coordinators = 1;
+    {
+      auto own = Cluster::connect(mc, log_);
+      ASSERT_TRUE(own) << "pid " << m->pid << " (issued " << issued[m->pid] << " times): " << own.status().to_string();
+      OpBatch b((*own)->bootstrap_connections(), std::chrono::seconds(5));
+      const uint64_t latch = slot_offset(t, static_cast<uint64_t>(i) % t.bucket_count, 0) + kSlotLatchOffset;
+      b.cas(0, latch, kLatchFree, encode_latch({m->pid, 0, static_cast<uint32_t>(i + 1)}));
+      ASSERT_TRUE(b.run());
+      ASSERT_EQ(b.value(0), kLatchFree);
+    }
+    auto rec = coord.recover(m->pid, 0);
+    ASSERT_TRUE(rec) << rec.status().to_string();
+    auto alloc = (*reg)->alloc();
+    ASSERT_TRUE(alloc);
+    if (!recycling_due(*alloc, 0.95)) continue;
+    auto failed_before = (*reg)->failed();
+    ASSERT_TRUE(failed_before);
+    auto r = recycle_pids(**reg, **cluster, leader->pid, RecycleOptions{.secret = base.secret}, log_);
+    ASSERT_TRUE(r) << r.status().to_string();
+    ASSERT_EQ(r->pids, failed_before->size());
+    ++recycles;
+    released += r->released;
+    // The live member dropped them (it acknowledged before the finish).
+    for (uint16_t p : *failed_before) EXPECT_FALSE(live_ids.contains(p)) << "pid " << p;
+    auto failed_after = (*reg)->failed();
+    ASSERT_TRUE(failed_after);
+    EXPECT_TRUE(failed_after->empty());
+    // No latch of a recycled pid is left anywhere.
+    std::set<uint16_t> recycled(failed_before->begin(), failed_before->end());
+    uint32_t left = 0;
+    auto scan = release_latches_where(
+        **cluster, conns,
+        [&](uint64_t w) {
+          left += recycled.count(latch_pid(w));
+          return false;
+        },
+        log_);
+    ASSERT_TRUE(scan);
+    EXPECT_EQ(left, 0u);
+  }
+  EXPECT_GE(recycles, 3u);
+  // Each planted latch is released once, by the recycle of its pid; those
+  // planted after the last recycle are still there (their pids not due).
+  EXPECT_LE(released, 40u);
+  EXPECT_GE(released, 30u);
+  EXPECT_GE((*live)->recycles_acknowledged(), recycles);
+  // Pids were issued again, and never beyond the pid space.
+  EXPECT_TRUE(std::any_of(issued.begin(), issued.end(), [](const auto& kv) { return kv.second > 1; }));
+  EXPECT_LE(issued.rbegin()->first, kPidLimit);
 }
 
 }  // namespace
