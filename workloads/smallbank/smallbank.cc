@@ -36,6 +36,10 @@ TxnOutcome abandon(Txn& txn, uint32_t type, AbortReason reason) {
 
 }  // namespace
 
+std::string_view smallbank_mix_name(SmallBankMix m) {
+  return m == SmallBankMix::kTransfers ? "transfers" : "standard";
+}
+
 void SmallBankFlags::declare(OptionSet& opts) {
   opts.add_u64("accounts", &accounts, "smallbank: number of accounts (rows in savings and in checking)", 2,
                uint64_t{1} << 34);
@@ -43,9 +47,13 @@ void SmallBankFlags::declare(OptionSet& opts) {
                   "smallbank: share (0..1) of the accounts forming the hot set (0 = no hot set)");
   opts.add_string("hot-probability", &hot_probability,
                   "smallbank: probability (0..1) that an account is drawn from the hot set");
+  opts.add_choice("mix", &mix, {"standard", "transfers"},
+                  "smallbank: transaction mix: standard (all six transactions) or transfers (Amalgamate, Balance "
+                  "and SendPayment only, same relative weights: every transaction is net 0, so the total money "
+                  "stays the loaded total across crashes)");
 }
 
-std::vector<std::string> SmallBankFlags::names() { return {"accounts", "hot-fraction", "hot-probability"}; }
+std::vector<std::string> SmallBankFlags::names() { return {"accounts", "hot-fraction", "hot-probability", "mix"}; }
 
 Result<SmallBankOptions> SmallBankFlags::resolve() const {
   SmallBankOptions o;
@@ -56,6 +64,13 @@ Result<SmallBankOptions> SmallBankFlags::resolve() const {
   Result<double> p = parse_real("hot-probability", hot_probability, 0.0, 1.0);
   if (!p) return p.status();
   o.hot_probability = *p;
+  if (mix == "standard") {
+    o.mix = SmallBankMix::kStandard;
+  } else if (mix == "transfers") {
+    o.mix = SmallBankMix::kTransfers;
+  } else {
+    return Status(Errc::kInvalidArgument, fmt::format("--mix '{}': expected standard or transfers", mix));
+  }
   return o;
 }
 
@@ -129,6 +144,18 @@ std::pair<uint64_t, uint64_t> SmallBankWorkload::pick_two(Rng& rng) const {
 }
 
 TxnOutcome SmallBankWorkload::run_one(Txn& txn, Rng& rng) const {
+  if (options_.mix == SmallBankMix::kTransfers) {
+    // Amalgamate 15, Balance 15, SendPayment 25 (of 55): the standard
+    // weights of the net-0 transactions.
+    const uint64_t dice = rng.uniform(55);
+    if (dice < 15) {
+      auto [a0, a1] = pick_two(rng);
+      return amalgamate(txn, a0, a1);
+    }
+    if (dice < 30) return balance(txn, pick_account(rng));
+    auto [a0, a1] = pick_two(rng);
+    return send_payment(txn, a0, a1);
+  }
   const uint64_t dice = rng.uniform(100);
   if (dice < 15) {
     auto [a0, a1] = pick_two(rng);
