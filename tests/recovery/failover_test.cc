@@ -1,0 +1,936 @@
+// Failover of a whole cluster of real processes (testing/local_cluster.h): a
+// real ZooKeeper ensemble, two pandora-memd daemons, `pandora-ctl init`,
+// three pandora-fd replicas and pandora-bench compute processes running
+// SmallBank's net-0 mix (--mix transfers), so that the total money must
+// equal the loaded total at every quiet point, whatever crashed.
+//
+//   CrashLoop                 compute processes killed (SIGKILL) at random moments and replaced, >= 8 times
+//   LeaderDiesAtEachRecoveryStep  the FD leader dies at each named recovery crash point; a new one finishes
+//   ZooKeeperFaults           one ZooKeeper server lost during a recovery; then the quorum lost and regained
+//   FalsePositiveIsFenced     a SIGSTOPped compute process is declared failed, fenced, and exits with code 6
+//
+// Every wait polls a condition (the ZooKeeper registry, a process's exit, a
+// process's progress lines) against a deadline; the only fixed pauses are the
+// random delays before a kill and the observation window of the no-quorum
+// phase, where the claim is that nothing happens.
+//
+// The end-of-test check reads memory below the transaction API (an
+// inspector that joins as a kFd member without heartbeats, reads every slot
+// of both SmallBank tables on every node, and retires itself): the total
+// over primary copies equals the loaded total, every key has identical
+// copies on its replicas, and every latch still held belongs to a pid this
+// test killed (a stray latch: failed-ids makes it stealable), never to a
+// live process or one that left cleanly.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <random>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "common/latch.h"
+#include "common/logger.h"
+#include "common/transport/client.h"
+#include "compute/cluster.h"
+#include "compute/op_batch.h"
+#include "compute/table_geometry.h"
+#include "recovery/membership.h"
+#include "recovery/recovery_coordinator.h"
+#include "recovery/registry.h"
+#include "testing/local_cluster.h"
+#include "tests/support/memd_process.h"
+
+namespace pandora::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// SmallBank's tables (workloads/smallbank/smallbank.h).
+constexpr uint32_t kSavings = 10;
+constexpr uint32_t kChecking = 11;
+constexpr uint64_t kAccounts = 1000;
+
+// The FD replicas' ZooKeeper session: a replica whose session expires is
+// lost for good (see the report), so not too short on a loaded machine; but
+// a dead leader is replaced only once its session expires.
+constexpr const char* kFdSessionMs = "6000";
+// Failure-detector timeout: well above the heartbeat delays of busy ASan
+// processes on two shared cores (500 ms still gave false positives at a
+// load average of 20).
+constexpr uint64_t kFdTimeoutUs = 1000000;
+// How often a replica evaluates and shares suspicion: the default (250 us)
+// costs three ASan replicas most of a core, which this machine cannot spare.
+constexpr const char* kFdTickUs = "10000";
+
+Logger quiet_logger() { return Logger("failover-test", LogLevel::kError); }
+
+std::string seconds_since(Clock::time_point t0) {
+  return fmt::format("{:.1f} s", std::chrono::duration<double>(Clock::now() - t0).count());
+}
+
+uint64_t realtime_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+}
+
+// Polls `pred` until it holds or `timeout` passed.
+template <class Pred>
+bool wait_until(Clock::duration timeout, Pred&& pred, Clock::duration poll = 20ms) {
+  const auto deadline = Clock::now() + timeout;
+  while (true) {
+    if (pred()) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(poll);
+  }
+}
+
+// "joined the cluster as pid N (...)" of pandora-bench --zookeeper.
+std::optional<uint16_t> joined_pid(const std::string& out) {
+  static const std::regex re(R"(joined the cluster as pid (\d+))");
+  std::smatch m;
+  if (!std::regex_search(out, m, re)) return std::nullopt;
+  return static_cast<uint16_t>(std::stoul(m[1].str()));
+}
+
+// Commits of a pandora-bench run so far: its last once-a-second progress
+// line "(N commits so far)", or, once it has finished, its summary
+// "throughput: ... (N commits of M attempts ...)" (no warm-up: all commits).
+uint64_t commits_so_far(const std::string& out) {
+  static const std::regex progress(R"(\((\d+) commits so far\))");
+  static const std::regex summary(R"(throughput: .*\((\d+) commits of )");
+  uint64_t best = 0;
+  for (const std::regex* re : {&progress, &summary}) {
+    for (auto it = std::sregex_iterator(out.begin(), out.end(), *re); it != std::sregex_iterator(); ++it) {
+      best = std::max<uint64_t>(best, std::stoull((*it)[1].str()));
+    }
+  }
+  return best;
+}
+
+// One compute process (pandora-bench --zookeeper).
+struct Compute {
+  Child* proc = nullptr;
+  uint16_t pid = 0;  // its pid in the cluster (not the os pid)
+  Clock::time_point started;
+  std::string name;
+  uint64_t seconds = 0;
+  uint64_t commits() const { return commits_so_far(proc->output()); }
+};
+
+// What the inspector read of both SmallBank tables on every node.
+struct MemoryImage {
+  int64_t total = 0;                      // over primary copies
+  uint64_t rows = 0;                      // primary copies
+  std::vector<std::string> problems;      // replicas disagreeing, missing copies, ...
+  std::map<uint16_t, uint64_t> latches;   // latch owner pid -> latches held
+  std::vector<std::vector<uint8_t>> raw;  // [node * 2 + table index]: every slot's bytes
+};
+
+class FailoverTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    if (HasFailure() && cluster_) {
+      // The processes' last lines: why an FD replica or a bench did what it did.
+      for (const auto& c : cluster_->children()) {
+        if (c->name().rfind("ctl", 0) == 0) continue;
+        fprintf(stderr, "%s\n", c->tail(15).c_str());
+        const std::string out = c->output();
+        const size_t asan = out.find("ERROR: AddressSanitizer");
+        if (asan != std::string::npos) {
+          fprintf(stderr, "--- %s: %s\n", c->name().c_str(), out.substr(asan, 6000).c_str());
+        }
+      }
+      for (int i = 1; i <= cluster_->zookeeper().servers(); ++i) {
+        // Warnings and errors only: elections, lost connections, expiries.
+        const std::string log = cluster_->zookeeper().server_log(i);
+        std::string lines;
+        size_t start = 0, shown = 0;
+        while (start < log.size() && shown < 400) {
+          size_t nl = log.find('\n', start);
+          if (nl == std::string::npos) nl = log.size();
+          const std::string line = log.substr(start, nl - start);
+          if (line.find(" - WARN ") != std::string::npos || line.find(" - ERROR ") != std::string::npos ||
+              line.find("LEADING") != std::string::npos || line.find("FOLLOWING") != std::string::npos ||
+              line.find("LOOKING") != std::string::npos || line.find("xpir") != std::string::npos) {
+            lines += line.substr(0, 220) + "\n";
+            ++shown;
+          }
+          start = nl + 1;
+        }
+        fprintf(stderr, "--- ZooKeeper server %d (warnings, states):\n%s\n", i, lines.c_str());
+      }
+    }
+    inspector_reg_.reset();
+    reg_.reset();
+    cluster_.reset();
+  }
+
+  // ZooKeeper, memds, init, the SmallBank load, the total it adds up to.
+  void start_cluster() {
+    t0_ = Clock::now();
+    LocalClusterOptions o;
+    o.fd_binary = PANDORA_FAILOVER_FD;
+    o.ctl_binary = PANDORA_FAILOVER_CTL;
+    o.bench_binary = PANDORA_FAILOVER_BENCH;
+    o.memd_binary = PANDORA_FAILOVER_MEMD;
+    o.memory_nodes = 2;
+    cluster_ = std::make_unique<LocalCluster>(o);
+    Status s = cluster_->start();
+    ASSERT_TRUE(s) << s.to_string();
+    std::string out;
+    const int rc = cluster_->run_bench(
+        "load", {"--workload", "smallbank", "--accounts", std::to_string(kAccounts), "--load", "--seconds", "0"},
+        &out);
+    ASSERT_EQ(rc, 0) << "loading SmallBank:\n" << out;
+    MemoryImage loaded;
+    ASSERT_NO_FATAL_FAILURE(inspect(&loaded));
+    ASSERT_EQ(loaded.rows, 2 * kAccounts);
+    ASSERT_TRUE(loaded.latches.empty());
+    loaded_total_ = loaded.total;
+    fprintf(stderr, "[%s] cluster up, %lu accounts loaded, total %ld cents\n", seconds_since(t0_).c_str(),
+            static_cast<unsigned long>(kAccounts), static_cast<long>(loaded_total_));
+  }
+
+  Registry& reg() {
+    if (!reg_) {
+      auto r = Registry::open(cluster_->zk_options(), cluster_->options().zk_root, cluster_->cluster_id(),
+                              quiet_logger());
+      if (!r) throw std::runtime_error("opening the registry: " + r.status().to_string());
+      reg_ = std::move(*r);
+    }
+    return *reg_;
+  }
+  // Polling helpers tolerate ZooKeeper errors (the ZooKeeper test makes
+  // them on purpose): the handle is reopened at the next call.
+  template <class T>
+  std::optional<T> get(Result<T> r) {
+    if (!r) {
+      reg_.reset();
+      return std::nullopt;
+    }
+    return std::move(*r);
+  }
+  // A registry read retried for up to 30 s (ZooKeeper is slow or briefly
+  // unavailable on a loaded machine): nullopt if it never succeeded.
+  template <class T>
+  static T value_type_of(const Result<T>&);
+  template <class F>
+  auto zk_read(F&& f) -> std::optional<decltype(value_type_of(f(std::declval<Registry&>())))> {
+    std::optional<decltype(value_type_of(f(std::declval<Registry&>())))> out;
+    wait_until(30s, [&] {
+      try {
+        out = get(f(reg()));
+      } catch (const std::exception&) {
+      }
+      return out.has_value();
+    }, 100ms);
+    return out;
+  }
+  std::optional<std::vector<uint16_t>> failed() {
+    try {
+      return get(reg().failed());
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+  std::optional<std::optional<RecoveryRecord>> recovery(uint16_t pid) {
+    try {
+      return get(reg().recovery(pid));
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+  }
+
+  // Starts FD replicas 1..3 and waits until all three are announced.
+  void start_fds(uint64_t timeout_us) {
+    for (uint32_t id = 1; id <= 3; ++id) {
+      auto c = cluster_->start_fd(id, {"--timeout-us", std::to_string(timeout_us), "--tick-us", kFdTickUs,
+                                        "--zk-session-ms", kFdSessionMs});
+      ASSERT_TRUE(c) << c.status().to_string();
+      fds_[id] = *c;
+    }
+    ASSERT_NO_FATAL_FAILURE(wait_replicas(3));
+  }
+  void wait_replicas(size_t n) {
+    ASSERT_TRUE(wait_until(60s, [&] {
+      try {
+        auto r = get(reg().replicas());
+        return r && r->size() == n;
+      } catch (const std::exception&) {
+        return false;
+      }
+    })) << "the FD replicas did not all announce themselves";
+  }
+
+  // pandora-bench on SmallBank's transfers mix, 1 thread x 8 coordinators,
+  // for `seconds`; returns once it has joined and committed something.
+  void start_compute(const std::string& name, uint64_t seconds, Compute* out) {
+    ASSERT_NO_FATAL_FAILURE(spawn_compute(name, seconds, out));
+    ASSERT_NO_FATAL_FAILURE(await_compute(out));
+  }
+  void spawn_compute(const std::string& name, uint64_t seconds, Compute* out) {
+    auto c = cluster_->start_bench(
+        name, {"--workload", "smallbank", "--accounts", std::to_string(kAccounts), "--hot-fraction", "0.05",
+               "--mix", "transfers", "--threads", "1", "--coordinators", "8", "--seconds", std::to_string(seconds),
+               "--warmup-seconds", "0", "--no-check", "--seed", std::to_string(++seed_)});
+    ASSERT_TRUE(c) << c.status().to_string();
+    out->proc = *c;
+    out->pid = 0;
+    out->started = Clock::now();
+    out->name = name;
+    out->seconds = seconds;
+  }
+  // A start that fails to join through ZooKeeper (an operation timeout of
+  // a starved ensemble on a loaded machine: pandora-bench does not retry
+  // its registration) is retried twice; anything else fails the test.
+  void await_compute(Compute* out) {
+    for (int attempt = 1;; ++attempt) {
+      ASSERT_TRUE(wait_until(60s, [&] {
+        if (!out->proc->running()) return true;
+        const std::string text = out->proc->output();
+        if (auto p = joined_pid(text)) out->pid = *p;
+        return out->pid != 0 && commits_so_far(text) > 0;
+      })) << out->proc->name() << " did not start committing\n" << out->proc->tail();
+      if (out->proc->running()) break;
+      const bool join_failed = out->proc->output().find("joining the cluster through ZooKeeper") != std::string::npos;
+      ASSERT_TRUE(join_failed && attempt < 3) << out->proc->name() << " exited with "
+                                              << out->proc->exit_code().value_or(-1) << "\n"
+                                              << out->proc->tail();
+      fprintf(stderr, "%s could not join through ZooKeeper, starting it again\n", out->name.c_str());
+      ASSERT_NO_FATAL_FAILURE(spawn_compute(out->name + "-again", out->seconds, out));
+    }
+    all_compute_pids_.insert(out->pid);
+  }
+
+  // Recovered: the record is done, the pid is in failed-ids and its lane
+  // lease is gone.
+  bool recovered(uint16_t pid, std::string* state) {
+    auto rec = recovery(pid);
+    if (!rec) {
+      *state = "ZooKeeper unavailable";
+      return false;
+    }
+    if (!*rec) {
+      *state = "no recovery record";
+      return false;
+    }
+    *state = fmt::format("record at step {}", recovery_step_name((*rec)->step));
+    if ((*rec)->step != RecoveryStep::kDone) return false;
+    auto f = failed();
+    if (!f || !std::binary_search(f->begin(), f->end(), pid)) {
+      *state += ", not in failed-ids";
+      return false;
+    }
+    std::optional<AllocRecord> a;
+    try {
+      a = get(reg().alloc());
+    } catch (const std::exception&) {
+    }
+    if (!a) return false;
+    for (const Lease& l : a->leases) {
+      if (l.pid == pid) {
+        *state += fmt::format(", lease {} still held", l.slot.to_string());
+        return false;
+      }
+    }
+    return true;
+  }
+  void wait_recovered(uint16_t pid, Clock::duration timeout, const std::string& what) {
+    std::string state;
+    const auto t = Clock::now();
+    ASSERT_TRUE(wait_until(timeout, [&] { return recovered(pid, &state); }))
+        << what << ": pid " << pid << " not recovered after " << seconds_since(t) << " (" << state << ")";
+  }
+
+  // Every process of `computes` commits more after this call than at it
+  // (one that ends on its own meanwhile must exit 0, having committed more).
+  void expect_commits_grow(const std::vector<Compute*>& computes, const std::string& what,
+                           Clock::duration timeout = 30s) {
+    std::vector<uint64_t> base;
+    for (Compute* c : computes) base.push_back(c->commits());
+    for (size_t i = 0; i < computes.size(); ++i) {
+      Compute* c = computes[i];
+      ASSERT_TRUE(wait_until(timeout, [&] { return c->commits() > base[i] || !c->proc->running(); }, 50ms))
+          << what << ": pid " << c->pid << " stuck at " << base[i] << " commits\n"
+          << c->proc->tail();
+      EXPECT_GT(c->commits(), base[i]) << what << ": pid " << c->pid << "\n" << c->proc->tail();
+      if (!c->proc->running()) {
+        ASSERT_EQ(c->proc->exit_code().value_or(-1), 0) << what << ": pid " << c->pid << "\n" << c->proc->tail();
+      }
+    }
+  }
+
+  // SIGKILL, reap, remember the pid as crashed.
+  void kill_compute(Compute& c) {
+    ASSERT_TRUE(c.proc->running()) << "pid " << c.pid << " ended before the kill\n" << c.proc->tail();
+    const int rc = c.proc->kill9();
+    ASSERT_EQ(rc, 128 + SIGKILL);
+    killed_.insert(c.pid);
+  }
+
+  // Reads both tables on every node (see the file comment). The inspector
+  // is a kFd member without heartbeats; it retires itself when done.
+  void inspect(MemoryImage* img) {
+    MembershipOptions mo;
+    mo.zk = cluster_->zk_options();
+    mo.root = cluster_->options().zk_root;
+    mo.cluster_id = cluster_->cluster_id();
+    mo.secret = cluster_->secret();
+    mo.role = MemberRole::kFd;
+    mo.lanes = 2;
+    mo.heartbeats = false;
+    auto me = Membership::join(mo, quiet_logger());
+    ASSERT_TRUE(me) << me.status().to_string();
+    const uint16_t my_pid = (*me)->pid();
+    inspectors_.insert(my_pid);
+    {
+      ComputeConfig c;
+      c.cluster_id = cluster_->cluster_id();
+      c.secret = cluster_->secret();
+      c.compute_id = my_pid;
+      c.lane_slot = (*me)->slot();
+      c.memory_nodes = cluster_->memds().endpoints();
+      c.replicas = 2;
+      c.threads = 1;
+      c.coordinators = 1;
+      if ((*me)->registry().cluster().lane_bytes) c.lane_bytes = (*me)->registry().cluster().lane_bytes;
+      auto cl = Cluster::connect(c, quiet_logger());
+      ASSERT_TRUE(cl) << cl.status().to_string();
+      Status s = (*cl)->load_directory();
+      ASSERT_TRUE(s) << s.to_string();
+      ASSERT_NO_FATAL_FAILURE(read_tables(**cl, img));
+    }
+    me->reset();
+    if (!inspector_reg_) {
+      auto r = Registry::open(cluster_->zk_options(), cluster_->options().zk_root, cluster_->cluster_id(),
+                              quiet_logger());
+      ASSERT_TRUE(r) << r.status().to_string();
+      inspector_reg_ = std::move(*r);
+    }
+    Status s = retire_member(*inspector_reg_, cluster_->secret(), my_pid, 0, 5000ms);
+    ASSERT_TRUE(s) << "retiring the inspector's pid " << my_pid << ": " << s.to_string();
+  }
+
+  static void read_tables(Cluster& cluster, MemoryImage* img) {
+    struct Copy {
+      uint64_t version;
+      std::vector<uint8_t> value;
+      size_t node;
+    };
+    const size_t nodes = cluster.node_count();
+    img->raw.assign(nodes * 2, {});
+    for (size_t ti = 0; ti < 2; ++ti) {
+      const uint32_t table = ti == 0 ? kSavings : kChecking;
+      const TableEntry* t = cluster.directory().find(table);
+      ASSERT_NE(t, nullptr) << "table " << table << " not in the directory";
+      const uint64_t bytes = t->bucket_count * bucket_bytes(*t);
+      std::map<uint64_t, std::vector<Copy>> copies;
+      for (size_t n = 0; n < nodes; ++n) {
+        std::vector<uint8_t>& buf = img->raw[n * 2 + ti];
+        buf.resize(bytes);
+        constexpr uint64_t kChunk = 1 << 20;
+        for (uint64_t off = 0; off < bytes; off += kChunk) {
+          OpBatch batch(cluster.bootstrap_connections(), 10000ms);
+          batch.read(n, t->offset + off, buf.data() + off, static_cast<uint32_t>(std::min(kChunk, bytes - off)));
+          Status s = batch.run();
+          ASSERT_TRUE(s) << "reading table " << table << " on node " << n << ": " << s.to_string();
+        }
+        for (uint64_t off = 0; off + t->slot_bytes <= bytes; off += t->slot_bytes) {
+          SlotView v(buf.data() + off);
+          if (v.latch() != kLatchFree) ++img->latches[latch_pid(v.latch())];
+          if (!v.occupied()) continue;
+          copies[v.key()].push_back(
+              Copy{v.version(), std::vector<uint8_t>(v.value(), v.value() + t->value_size), n});
+        }
+      }
+      for (const auto& [key, cs] : copies) {
+        const auto replicas = cluster.replica_indexes(cluster.placement().shard_of(table, key));
+        if (cs.size() != replicas.size()) {
+          img->problems.push_back(fmt::format("table {} key {}: {} copies, {} replicas", table, key, cs.size(),
+                                              replicas.size()));
+        }
+        for (const Copy& c : cs) {
+          if (c.version != cs[0].version || c.value != cs[0].value) {
+            img->problems.push_back(fmt::format("table {} key {}: node {} has version {}, node {} version {}{}",
+                                                table, key, cs[0].node, cs[0].version, c.node, c.version,
+                                                c.value != cs[0].value ? " (values differ)" : ""));
+          }
+          if (c.node == replicas[0]) {
+            int64_t balance;
+            std::memcpy(&balance, c.value.data(), sizeof balance);
+            img->total += balance;
+            ++img->rows;
+          }
+        }
+      }
+    }
+  }
+
+  // The end-of-test checks of memory: money, replicas, latches.
+  void expect_memory_consistent(const std::string& what, MemoryImage* out = nullptr) {
+    MemoryImage img;
+    ASSERT_NO_FATAL_FAILURE(inspect(&img));
+    EXPECT_EQ(img.rows, 2 * kAccounts) << what;
+    EXPECT_EQ(img.total, loaded_total_) << what << ": total money changed by " << img.total - loaded_total_;
+    for (const std::string& p : img.problems) ADD_FAILURE() << what << ": " << p;
+    uint64_t stray = 0;
+    for (const auto& [pid, n] : img.latches) {
+      EXPECT_TRUE(killed_.count(pid)) << what << ": " << n << " latch(es) held by pid " << pid
+                                      << ", which this test did not kill"
+                                      << (all_compute_pids_.count(pid) ? " (a compute process)" : "");
+      stray += n;
+    }
+    auto f = zk_read([](Registry& r) { return r.failed(); });
+    ASSERT_TRUE(f);
+    for (const auto& [pid, n] : img.latches) {
+      EXPECT_TRUE(std::binary_search(f->begin(), f->end(), pid))
+          << what << ": pid " << pid << " holds " << n << " latch(es) but is not in failed-ids";
+    }
+    fprintf(stderr, "[%s] %s: total %ld (loaded %ld), %lu stray latch(es) of %zu killed pid(s)\n",
+            seconds_since(t0_).c_str(), what.c_str(), static_cast<long>(img.total), static_cast<long>(loaded_total_),
+            static_cast<unsigned long>(stray), killed_.size());
+    if (out) *out = std::move(img);
+  }
+
+  // Registry-level end checks: every killed pid recovered, no lease or
+  // member record left by a compute process that is gone.
+  void expect_registry_clean(const std::set<uint16_t>& gone) {
+    for (uint16_t pid : killed_) {
+      std::string state;
+      EXPECT_TRUE(recovered(pid, &state)) << "killed pid " << pid << ": " << state;
+    }
+    auto a = zk_read([](Registry& r) { return r.alloc(); });
+    ASSERT_TRUE(a);
+    for (const Lease& l : a->leases) {
+      EXPECT_FALSE(gone.count(l.pid)) << "lane lease " << l.slot.to_string() << " still held by gone pid " << l.pid;
+    }
+    auto members = zk_read([](Registry& r) { return r.members(); });
+    ASSERT_TRUE(members);
+    for (const MemberRecord& m : *members) {
+      EXPECT_FALSE(gone.count(m.pid)) << "pid " << m.pid << " is still registered";
+    }
+  }
+
+  // Sum over the memory daemons of a stats field.
+  uint64_t memd_stat(uint64_t wire::StatsReply::*field) {
+    uint64_t sum = 0;
+    for (const Endpoint& ep : cluster_->memds().endpoints()) {
+      ClientIdentity admin;
+      admin.cluster_id = cluster_->cluster_id();
+      admin.secret = cluster_->secret();
+      admin.role = wire::Role::kAdmin;
+      auto ctl = ControlClient::connect(ep, admin, 5000ms);
+      if (!ctl) throw std::runtime_error("memd control: " + ctl.status().to_string());
+      auto st = (*ctl)->stats();
+      if (!st) throw std::runtime_error("memd stats: " + st.status().to_string());
+      sum += (*st).*field;
+    }
+    return sum;
+  }
+
+  // Index (1-based) of the ZooKeeper server that is leader, 0 if none
+  // answers as leader within 20 s; *out gets the last status output.
+  int zk_leader(std::string* out) {
+    static const std::regex re(R"(zk(\d+) pid=\S+ port=\S+ mode=leader)");
+    int found = 0;
+    wait_until(20s, [&] {
+      const int rc = run_command({"/bin/bash", zookeeper_script(), "status", "--dir", cluster_->zookeeper().dir()},
+                                 out, 60);
+      std::smatch m;
+      if (rc == 0 && std::regex_search(*out, m, re)) found = std::stoi(m[1].str());
+      return found != 0;
+    }, 200ms);
+    return found;
+  }
+
+  // The kFd member (an FD leader's data-plane identity) registered by the
+  // process `os_pid`, if any.
+  std::optional<uint16_t> fd_member_of(pid_t os_pid) {
+    std::optional<std::vector<MemberRecord>> members;
+    try {
+      members = get(reg().members());
+    } catch (const std::exception&) {
+    }
+    if (!members) return std::nullopt;
+    for (const MemberRecord& m : *members) {
+      if (m.role == MemberRole::kFd && m.os_pid == os_pid) return m.pid;
+    }
+    return std::nullopt;
+  }
+
+  // Kills every remaining compute process and waits for their recovery.
+  void kill_and_recover(std::vector<Compute>& computes) {
+    for (Compute& c : computes) {
+      if (c.proc && c.proc->running()) ASSERT_NO_FATAL_FAILURE(kill_compute(c));
+    }
+    for (Compute& c : computes) ASSERT_NO_FATAL_FAILURE(wait_recovered(c.pid, 30s, "final kill"));
+  }
+
+  Clock::time_point t0_;
+  std::unique_ptr<LocalCluster> cluster_;
+  std::unique_ptr<Registry> reg_;
+  std::unique_ptr<Registry> inspector_reg_;
+  std::map<uint32_t, Child*> fds_;
+  int64_t loaded_total_ = 0;
+  uint64_t seed_ = 0;
+  std::set<uint16_t> killed_;            // compute pids this test SIGKILLed
+  std::set<uint16_t> all_compute_pids_;  // every compute pid started
+  std::set<uint16_t> inspectors_;
+};
+
+// 1. Compute processes are killed at random moments (seeded) and replaced;
+// after each kill the dead pid is published and its recovery done, and the
+// survivors commit again. Each process runs for kLifetime and then leaves
+// cleanly (pandora-bench's only clean stop is --seconds), and is replaced
+// too, so crashes and clean departures interleave. Once enough kills are
+// done nothing is replaced any more and the last processes leave; then
+// memory must be consistent: money conserved, replicas identical, only
+// stray latches of killed pids left, no lease or member record of a gone
+// pid.
+TEST_F(FailoverTest, CrashLoop) {
+  constexpr int kKills = 8;
+  constexpr int kComputes = 3;
+  constexpr auto kLifetime = 12s;
+  ASSERT_NO_FATAL_FAILURE(start_cluster());
+  ASSERT_NO_FATAL_FAILURE(start_fds(kFdTimeoutUs));
+  const uint64_t seed = 0xC0FFEE;
+  std::mt19937_64 rng(seed);
+  const uint64_t lifetime_s = std::chrono::duration_cast<std::chrono::seconds>(kLifetime).count();
+  std::vector<Compute> computes(kComputes);
+  int next_name = 0, left = 0;
+  for (Compute& c : computes) {
+    ASSERT_NO_FATAL_FAILURE(start_compute(fmt::format("bench{}", ++next_name), lifetime_s, &c));
+  }
+  // A process that ended on its own must have left cleanly; it is replaced.
+  auto replace_finished = [&] {
+    for (Compute& c : computes) {
+      if (c.proc->running()) continue;
+      ASSERT_EQ(c.proc->exit_code().value_or(-1), 0) << "pid " << c.pid << "\n" << c.proc->tail();
+      ++left;
+      ASSERT_NO_FATAL_FAILURE(start_compute(fmt::format("bench{}", ++next_name), lifetime_s, &c));
+    }
+  };
+  uint64_t records = 0, rolled_back = 0, rolled_forward = 0, swept = 0;
+  for (int kill = 1; kill <= kKills; ++kill) {
+    // The victim: a running process not about to end on its own, while at
+    // least one other such process runs (a survivor to watch).
+    size_t victim = kComputes;
+    auto young = [&](const Compute& c, Clock::duration margin) {
+      return c.proc->running() && Clock::now() - c.started < kLifetime - margin;
+    };
+    ASSERT_TRUE(wait_until(90s, [&] {
+      replace_finished();
+      if (::testing::Test::HasFatalFailure()) return true;
+      std::vector<size_t> ok;
+      for (size_t i = 0; i < computes.size(); ++i) {
+        if (young(computes[i], 5s)) ok.push_back(i);
+      }
+      if (ok.size() < 2) return false;
+      victim = ok[rng() % ok.size()];
+      return true;
+    }, 100ms));
+    ASSERT_FALSE(HasFatalFailure());
+    ASSERT_LT(victim, computes.size());
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 900));  // a random moment
+    Compute& dead = computes[victim];
+    const uint16_t pid = dead.pid;
+    ASSERT_NO_FATAL_FAILURE(kill_compute(dead));
+    const auto t_kill = Clock::now();
+    ASSERT_NO_FATAL_FAILURE(wait_recovered(pid, 60s, fmt::format("kill {}", kill)));
+    const double recover_s = std::chrono::duration<double>(Clock::now() - t_kill).count();
+    auto rec = recovery(pid);
+    ASSERT_TRUE(rec && *rec);
+    records += (*rec)->records;
+    rolled_back += (*rec)->rolled_back;
+    rolled_forward += (*rec)->rolled_forward;
+    swept += (*rec)->swept;
+    std::vector<Compute*> survivors;
+    for (size_t i = 0; i < computes.size(); ++i) {
+      if (i != victim && young(computes[i], 2s)) survivors.push_back(&computes[i]);
+    }
+    ASSERT_FALSE(survivors.empty());
+    // The replacement starts while the survivors are watched.
+    ASSERT_NO_FATAL_FAILURE(spawn_compute(fmt::format("bench{}", ++next_name), lifetime_s, &dead));
+    ASSERT_NO_FATAL_FAILURE(expect_commits_grow(survivors, fmt::format("after publishing pid {}", pid)));
+    ASSERT_NO_FATAL_FAILURE(await_compute(&dead));
+    fprintf(stderr, "[%s] kill %d: pid %u recovered %.2f s after SIGKILL (%u records, %u rolled back, %u forward, "
+            "%u swept); %zu survivor(s) committing; replaced by pid %u\n",
+            seconds_since(t0_).c_str(), kill, pid, recover_s, (*rec)->records, (*rec)->rolled_back,
+            (*rec)->rolled_forward, (*rec)->swept, survivors.size(), dead.pid);
+  }
+  EXPECT_GT(records, 0u) << "no recovery found a log record";
+
+  // The end: the last processes stop on their own and leave cleanly.
+  for (Compute& c : computes) {
+    auto rc = c.proc->wait(kLifetime + 60s);
+    ASSERT_TRUE(rc) << "pid " << c.pid << " did not end\n" << c.proc->tail();
+    EXPECT_EQ(*rc, 0) << "pid " << c.pid << "\n" << c.proc->tail();
+    ++left;
+  }
+  ASSERT_NO_FATAL_FAILURE(expect_registry_clean(all_compute_pids_));
+  ASSERT_NO_FATAL_FAILURE(expect_memory_consistent("after the crash loop"));
+  fprintf(stderr, "[%s] %d kills (seed %#lx), %d clean departures: %lu records read, %lu rolled back, %lu rolled "
+          "forward, %lu swept\n",
+          seconds_since(t0_).c_str(), kKills, static_cast<unsigned long>(seed), left,
+          static_cast<unsigned long>(records), static_cast<unsigned long>(rolled_back),
+          static_cast<unsigned long>(rolled_forward), static_cast<unsigned long>(swept));
+}
+
+// 2. The FD leader dies (SIGKILL, --crash-at) at each named recovery step of
+// a compute process's recovery. Each round starts a fresh leader armed with
+// the next point: every replica is stopped, the former leaders' data-plane
+// identities are retired (else the armed leader's first recovery would be
+// theirs, in resume()), replica 1 starts alone with --crash-at and becomes
+// leader, replicas 2 and 3 join unarmed. Then a compute process is killed;
+// the leader must die at that point (its exit is a SIGKILL and the record
+// is at the step the point lies in), and a new leader must finish: record
+// done, pid in failed-ids, lease released, the dead leader's own identity
+// recovered, survivors committing; money conserved at the end.
+TEST_F(FailoverTest, LeaderDiesAtEachRecoveryStep) {
+  struct Point {
+    const char* name;
+    RecoveryStep step_at_death;
+  };
+  const std::vector<Point> points = {{"recovery-after-read", RecoveryStep::kStarted},
+                                     {"before-truncate", RecoveryStep::kStarted},
+                                     {"after-truncate", RecoveryStep::kStarted},
+                                     {"before-sweep", RecoveryStep::kPublished},
+                                     {"after-sweep", RecoveryStep::kPublished}};
+  // 1 s: replicas 2 and 3 are new every round, and a compute process must
+  // learn their endpoints (ZooKeeper watch) before they suspect it.
+  const std::string timeout_us = "1000000";
+  ASSERT_NO_FATAL_FAILURE(start_cluster());
+  std::mt19937_64 rng(0x1EADE5);
+  std::vector<Compute> computes(2);
+  int next_name = 0;
+  for (size_t round = 0; round < points.size(); ++round) {
+    const Point& point = points[round];
+    const auto t_round = Clock::now();
+    for (auto& [id, fd] : fds_) {
+      if (fd->running()) EXPECT_EQ(fd->stop(), 0) << "replica " << id << "\n" << fd->tail();
+    }
+    // Retire the stopped leaders' identities (they hold no latch, wrote no log).
+    {
+      auto members = zk_read([](Registry& r) { return r.members(); });
+      ASSERT_TRUE(members);
+      for (const MemberRecord& m : *members) {
+        if (m.role != MemberRole::kFd) continue;
+        Status s = retire_member(reg(), cluster_->secret(), m.pid, 0, 5000ms);
+        ASSERT_TRUE(s) << "retiring former leader pid " << m.pid << ": " << s.to_string();
+      }
+    }
+    // Replica 1 alone: it wins the election. A start that fails on
+    // ZooKeeper timeouts (exit 5, a starved ensemble on a loaded machine)
+    // is retried: the subject here is the crash at the recovery point.
+    Result<Child*> armed = Status(Errc::kIo, "not started");
+    std::optional<uint16_t> armed_pid;
+    for (int attempt = 1; attempt <= 3 && !armed_pid; ++attempt) {
+      armed = cluster_->start_fd(1, {"--timeout-us", timeout_us, "--tick-us", kFdTickUs, "--zk-session-ms", "2000",
+                                      "--crash-at", point.name});
+      ASSERT_TRUE(armed) << armed.status().to_string();
+      fds_[1] = *armed;
+      ASSERT_TRUE(wait_until(30s, [&] {
+        armed_pid = fd_member_of((*armed)->pid());
+        return armed_pid.has_value() || !(*armed)->running();
+      })) << "replica 1 did not become leader\n" << (*armed)->tail();
+      if (!armed_pid) {
+        ASSERT_EQ((*armed)->exit_code().value_or(-1), 5) << (*armed)->tail();
+        fprintf(stderr, "replica 1 could not join the election (ZooKeeper timeout), starting it again\n");
+      }
+    }
+    ASSERT_TRUE(armed_pid) << (*armed)->tail();
+    ASSERT_TRUE((*armed)->running()) << (*armed)->tail();
+    for (uint32_t id = 2; id <= 3; ++id) {
+      auto c = cluster_->start_fd(id, {"--timeout-us", timeout_us, "--tick-us", kFdTickUs, "--zk-session-ms", kFdSessionMs});
+      ASSERT_TRUE(c) << c.status().to_string();
+      fds_[id] = *c;
+    }
+    ASSERT_NO_FATAL_FAILURE(wait_replicas(3));
+    if (round == 0) {
+      for (Compute& c : computes) {
+        ASSERT_NO_FATAL_FAILURE(start_compute(fmt::format("bench{}", ++next_name), 600, &c));
+      }
+    }
+
+    const size_t victim = rng() % computes.size();
+    Compute& dead = computes[victim];
+    const uint16_t pid = dead.pid;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 400));  // a random moment
+    ASSERT_NO_FATAL_FAILURE(kill_compute(dead));
+    auto rc = (*armed)->wait(30s);
+    ASSERT_TRUE(rc) << "the leader did not crash at " << point.name << "\n" << (*armed)->tail();
+    EXPECT_EQ(*rc, 128 + SIGKILL) << "leader exit at " << point.name << "\n" << (*armed)->tail();
+    // A successor leads only after the dead leader's ZooKeeper session
+    // expires (2 s), so the record still shows where it died.
+    auto rec = recovery(pid);
+    ASSERT_TRUE(rec && *rec) << "no recovery record for pid " << pid << " when the leader died at " << point.name;
+    EXPECT_EQ((*rec)->step, point.step_at_death)
+        << point.name << ": the leader died with the record at " << recovery_step_name((*rec)->step);
+    ASSERT_NO_FATAL_FAILURE(wait_recovered(pid, 30s, fmt::format("after the leader died at {}", point.name)));
+    // The dead leader's data-plane identity is recovered by its successor.
+    ASSERT_NO_FATAL_FAILURE(wait_recovered(*armed_pid, 30s, "the dead leader's own pid"));
+    auto done = recovery(pid);
+    ASSERT_TRUE(done && *done);
+    std::vector<Compute*> survivors;
+    for (size_t i = 0; i < computes.size(); ++i) {
+      if (i != victim) survivors.push_back(&computes[i]);
+    }
+    ASSERT_NO_FATAL_FAILURE(spawn_compute(fmt::format("bench{}", ++next_name), 600, &dead));
+    ASSERT_NO_FATAL_FAILURE(expect_commits_grow(survivors, fmt::format("after the recovery at {}", point.name)));
+    ASSERT_NO_FATAL_FAILURE(await_compute(&dead));
+    fprintf(stderr, "[%s] round %zu (%.1f s): leader died at %s; replica %u finished pid %u (%u records, %u rolled "
+            "back, %u forward, %u swept)\n",
+            seconds_since(t0_).c_str(), round + 1, std::chrono::duration<double>(Clock::now() - t_round).count(),
+            point.name, (*done)->leader_replica, pid, (*done)->records, (*done)->rolled_back,
+            (*done)->rolled_forward, (*done)->swept);
+  }
+  ASSERT_NO_FATAL_FAILURE(kill_and_recover(computes));
+  ASSERT_NO_FATAL_FAILURE(expect_registry_clean(all_compute_pids_));
+  ASSERT_NO_FATAL_FAILURE(expect_memory_consistent("after every leader crash"));
+  std::string out;
+  ASSERT_EQ(cluster_->ctl({"status"}, &out), 0) << out;
+  for (uint16_t pid : killed_) {
+    EXPECT_TRUE(std::regex_search(out, std::regex(fmt::format(R"(pid\s+{}\s+done\s)", pid))))
+        << "pandora-ctl status does not show pid " << pid << " done:\n" << out;
+  }
+}
+
+// 3. ZooKeeper faults. (a) The ZooKeeper leader is killed right after a
+// compute process: its recovery still completes. (b) A second server is
+// killed (no quorum): compute processes keep committing; a compute process
+// killed now is not even fenced (recovery cannot start without its
+// ZooKeeper record) for an observation window. (c) A server restarts: the
+// quorum is back and that recovery completes, published after the restart.
+TEST_F(FailoverTest, ZooKeeperFaults) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster());
+  ASSERT_NO_FATAL_FAILURE(start_fds(kFdTimeoutUs));
+  std::vector<Compute> computes(3);
+  int next_name = 0;
+  for (Compute& c : computes) ASSERT_NO_FATAL_FAILURE(start_compute(fmt::format("bench{}", ++next_name), 600, &c));
+  ZkEnsemble& zk = cluster_->zookeeper();
+
+  // (a)
+  std::string status;
+  const int first = zk_leader(&status);
+  ASSERT_GT(first, 0) << "no ZooKeeper leader:\n" << status;
+  ASSERT_NO_FATAL_FAILURE(kill_compute(computes[0]));
+  Status s = zk.kill_server(first);
+  ASSERT_TRUE(s) << s.to_string();
+  auto t = Clock::now();
+  ASSERT_NO_FATAL_FAILURE(wait_recovered(computes[0].pid, 60s, "ZooKeeper leader killed during the recovery"));
+  fprintf(stderr, "[%s] (a) ZooKeeper server %d (leader) killed during the recovery of pid %u: done after %s\n",
+          seconds_since(t0_).c_str(), first, computes[0].pid, seconds_since(t).c_str());
+  ASSERT_NO_FATAL_FAILURE(spawn_compute(fmt::format("bench{}", ++next_name), 600, &computes[0]));
+  ASSERT_NO_FATAL_FAILURE(expect_commits_grow({&computes[1], &computes[2]}, "after (a)"));
+  ASSERT_NO_FATAL_FAILURE(await_compute(&computes[0]));
+
+  // (b)
+  const int second = first == 1 ? 2 : 1;
+  s = zk.kill_server(second);
+  ASSERT_TRUE(s) << s.to_string();
+  reg_.reset();
+  const uint64_t fenced_before = memd_stat(&wire::StatsReply::fenced_nodes);
+  ASSERT_NO_FATAL_FAILURE(expect_commits_grow({&computes[0], &computes[1], &computes[2]}, "without a quorum"));
+  const uint16_t orphan = computes[1].pid;
+  ASSERT_NO_FATAL_FAILURE(kill_compute(computes[1]));
+  const auto t_kill = Clock::now();
+  ASSERT_NO_FATAL_FAILURE(
+      expect_commits_grow({&computes[0], &computes[2]}, "without a quorum, a compute process dead and unrecovered"));
+  // Detection takes 1 s; give the leader well over that to (wrongly) act.
+  while (Clock::now() < t_kill + 4s) {
+    ASSERT_EQ(memd_stat(&wire::StatsReply::fenced_nodes), fenced_before)
+        << "a pid was fenced while ZooKeeper had no quorum";
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(memd_stat(&wire::StatsReply::fenced_nodes), fenced_before);
+  fprintf(stderr, "[%s] (b) no quorum: survivors committing, pid %u not fenced after %s\n",
+          seconds_since(t0_).c_str(), orphan, seconds_since(t_kill).c_str());
+
+  // (c)
+  const uint64_t restored_ns = realtime_ns();
+  s = zk.restart_server(first);
+  ASSERT_TRUE(s) << s.to_string();
+  t = Clock::now();
+  ASSERT_NO_FATAL_FAILURE(wait_recovered(orphan, 90s, "quorum restored"));
+  EXPECT_GT(memd_stat(&wire::StatsReply::fenced_nodes), fenced_before);
+  auto node = zk_read([&](Registry& r) { return r.zk().get(r.path(fmt::format("failed/{}", orphan))); });
+  ASSERT_TRUE(node);
+  static const std::regex re(R"(published_ns=(\d+))");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(node->data, m, re)) << node->data;
+  EXPECT_GT(std::stoull(m[1].str()), restored_ns) << "pid " << orphan << " was published before the quorum returned";
+  fprintf(stderr, "[%s] (c) server %d restarted: pid %u recovered after %s\n", seconds_since(t0_).c_str(), first,
+          orphan, seconds_since(t).c_str());
+  ASSERT_NO_FATAL_FAILURE(expect_commits_grow({&computes[0], &computes[2]}, "after the quorum returned"));
+  s = zk.restart_server(second);
+  ASSERT_TRUE(s) << s.to_string();
+  for (auto& [id, fd] : fds_) EXPECT_TRUE(fd->running()) << "replica " << id << " died\n" << fd->tail();
+
+  ASSERT_NO_FATAL_FAILURE(kill_and_recover(computes));
+  ASSERT_NO_FATAL_FAILURE(expect_registry_clean(all_compute_pids_));
+  ASSERT_NO_FATAL_FAILURE(expect_memory_consistent("after the ZooKeeper faults"));
+}
+
+// 4. False positive: a compute process stopped (SIGSTOP) longer than the FD
+// timeout is declared failed: fenced, its logs recovered, published. It is
+// the only writer, so memory is then quiet: after SIGCONT it must exit with
+// code 6 and say why, and not one byte of either table may change (no write
+// of it lands after the fence). Money is conserved, and a new compute
+// process commits over its stray latches.
+TEST_F(FailoverTest, FalsePositiveIsFenced) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster());
+  ASSERT_NO_FATAL_FAILURE(start_fds(kFdTimeoutUs));
+  Compute v;
+  ASSERT_NO_FATAL_FAILURE(start_compute("victim", 600, &v));
+  ASSERT_NO_FATAL_FAILURE(expect_commits_grow({&v}, "before the stop"));
+  ASSERT_TRUE(v.proc->signal(SIGSTOP));
+  const auto t_stop = Clock::now();
+  killed_.insert(v.pid);  // declared failed: its latches are stray
+  ASSERT_NO_FATAL_FAILURE(wait_recovered(v.pid, 30s, "stopped process"));
+  fprintf(stderr, "[%s] stopped pid %u declared failed and recovered %s after SIGSTOP\n", seconds_since(t0_).c_str(),
+          v.pid, seconds_since(t_stop).c_str());
+  MemoryImage fenced;
+  ASSERT_NO_FATAL_FAILURE(expect_memory_consistent("fenced, still stopped", &fenced));
+  const uint64_t refused_before = memd_stat(&wire::StatsReply::fenced_ops);
+
+  ASSERT_TRUE(v.proc->signal(SIGCONT));
+  auto rc = v.proc->wait(60s);
+  ASSERT_TRUE(rc) << "the fenced process did not stop\n" << v.proc->tail();
+  EXPECT_EQ(*rc, 6) << v.proc->tail();
+  EXPECT_NE(v.proc->output().find("was declared failed by the failure detector and fenced"), std::string::npos)
+      << v.proc->tail();
+  MemoryImage after;
+  ASSERT_NO_FATAL_FAILURE(expect_memory_consistent("after the fenced process exited", &after));
+  ASSERT_EQ(after.raw.size(), fenced.raw.size());
+  for (size_t i = 0; i < after.raw.size(); ++i) {
+    ASSERT_EQ(after.raw[i].size(), fenced.raw[i].size());
+    const auto diff = std::mismatch(after.raw[i].begin(), after.raw[i].end(), fenced.raw[i].begin());
+    EXPECT_TRUE(diff.first == after.raw[i].end())
+        << "node " << i / 2 << " table " << (i % 2 == 0 ? kSavings : kChecking) << " changed at byte "
+        << (diff.first - after.raw[i].begin()) << " after the fence (a write of the fenced process landed)";
+  }
+  fprintf(stderr, "[%s] fenced process exited with %d; memory unchanged; %lu operation(s) refused as fenced\n",
+          seconds_since(t0_).c_str(), *rc,
+          static_cast<unsigned long>(memd_stat(&wire::StatsReply::fenced_ops) - refused_before));
+
+  Compute next;
+  ASSERT_NO_FATAL_FAILURE(start_compute("next", 2, &next));
+  auto next_rc = next.proc->wait(60s);
+  ASSERT_TRUE(next_rc) << next.proc->tail();
+  EXPECT_EQ(*next_rc, 0) << next.proc->tail();
+  ASSERT_NO_FATAL_FAILURE(expect_registry_clean({v.pid, next.pid}));
+  ASSERT_NO_FATAL_FAILURE(expect_memory_consistent("after a new process ran"));
+}
+
+}  // namespace
+}  // namespace pandora::testing
