@@ -6,10 +6,12 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "common/transport/client.h"
 #include "litmus/history/checker.h"
 #include "litmus/history/history.h"
 #include "litmus/history/report.h"
@@ -104,6 +106,53 @@ TEST_F(BenchCliErrors, MissingRequiredAndUnreadableSecret) {
             2)
       << out;
   EXPECT_NE(out.find("secret"), std::string::npos) << out;
+}
+
+// A fenced compute node stops at once with its own exit code and says why,
+// instead of retrying for the rest of --seconds (it can never commit again).
+TEST(BenchFenced, StopsAtOnceWithExitCodeSix) {
+  MemdCluster d(2, "32M", "2M");
+  ASSERT_TRUE(d.ok()) << d.error();
+  const std::vector<std::string> common = {
+      "--memory-nodes", d.endpoints(), "--cluster-id", std::to_string(d.memd(0).options().cluster_id),
+      "--secret-file", d.memd(0).secret_path(), "--lane-bytes", "4K", "--workload", "smallbank",
+      "--accounts", "2000", "--backend", "tcp"};
+  std::string out;
+  std::vector<std::string> load = common;
+  for (const char* a : {"--compute-id", "2", "--load", "--seconds", "0"}) load.push_back(a);
+  ASSERT_EQ(bench(load, &out), 0) << out;
+
+  std::vector<std::string> run = common;
+  for (const char* a : {"--compute-id", "5", "--seconds", "120", "--warmup-seconds", "0", "--no-check"}) {
+    run.push_back(a);
+  }
+  int rc = -1;
+  std::string run_out;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread runner([&] { rc = bench(run, &run_out, 150); });
+  // Fence pid 5 once it is connected to both daemons (bounded wait).
+  ClientIdentity admin{d.memd(0).options().cluster_id, d.memd(0).options().secret, wire::Role::kAdmin, 0};
+  bool connected = false;
+  for (int i = 0; i < 600 && !connected; ++i) {
+    connected = true;
+    for (size_t n = 0; n < d.size(); ++n) {
+      auto ctl = ControlClient::connect(d.memd(n).endpoint(), admin, std::chrono::seconds(5));
+      auto st = ctl ? (*ctl)->stats() : Result<wire::StatsReply>(Errc::kIo, "no control session");
+      connected = connected && st && st->connections_current >= 2 && st->writes > 0;
+    }
+    if (!connected) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(connected) << "the bench never ran transactions";
+  for (size_t n = 0; n < d.size(); ++n) {
+    auto ctl = ControlClient::connect(d.memd(n).endpoint(), admin, std::chrono::seconds(5));
+    ASSERT_TRUE(ctl);
+    ASSERT_TRUE((*ctl)->fence(5));
+  }
+  runner.join();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(rc, 6) << run_out;
+  EXPECT_NE(run_out.find("was fenced"), std::string::npos) << run_out;
+  EXPECT_LT(secs, 60.0) << "a fenced node kept retrying";
 }
 
 std::string read_file(const std::string& path) {

@@ -224,6 +224,7 @@ int run_bench(const BenchConfig& cfg_in) {
       fmt::print("stop-the-world pauses: {} ({:.3f} s parked)\n", stats->pauses, stats->paused_seconds);
     }
     if (stats->halted_coordinators > 0 || stats->uncertain > 0) leaver.safe = false;
+    if (stats->fenced) fenced.store(true, std::memory_order_release);
     if (stats->halted_coordinators > 0) {
       fmt::print("{} coordinator(s) stopped after leaving a logged transaction to recovery\n",
                  stats->halted_coordinators);
@@ -231,10 +232,17 @@ int run_bench(const BenchConfig& cfg_in) {
     summary.stats = std::move(*stats);
   }
   if (fenced.load(std::memory_order_acquire)) {
-    fail(fmt::format("this compute node (pid {}) was declared failed by the failure detector and fenced (a stall "
-                     "longer than its timeout, e.g. SIGSTOP or an overloaded host); its unfinished transactions "
-                     "were recovered by the cluster. Stopped; start it again to join under a new pid.",
-                     cfg.compute.compute_id));
+    if (membership) {
+      fail(fmt::format("this compute node (pid {}) was declared failed by the failure detector and fenced (a "
+                       "stall longer than its timeout, e.g. SIGSTOP or an overloaded host); its unfinished "
+                       "transactions were recovered by the cluster. Stopped; start it again to join under a new pid.",
+                       cfg.compute.compute_id));
+    } else {
+      fail(fmt::format("this compute node (pid {}) was fenced by a memory node (pandora-ctl fence, or a recovery "
+                       "of this pid); it stopped. Its unfinished transactions must be recovered (pandora-ctl "
+                       "recover); a fenced pid never logs in again: use another --compute-id.",
+                       cfg.compute.compute_id));
+    }
     return kExitFenced;
   }
 

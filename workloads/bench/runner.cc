@@ -28,6 +28,7 @@ struct CoordinatorSlot {
   int64_t delta = 0;
   uint64_t uncertain = 0;
   bool halted = false;
+  bool fenced = false;
   uint64_t total_commits = 0;
   std::vector<uint64_t> timeline;
 };
@@ -131,7 +132,11 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
         ++s.timeline[std::min(b, buckets - 1)];
       } else if (o.commit.reason == AbortReason::kTransport) {
         ++s.uncertain;
+        // A memory node fenced this node: nothing it does can commit any
+        // more; stop at once instead of retrying (the detector recovers it).
+        if (c.engine().last_detail().code() == Errc::kFenced) s.fenced = true;
       }
+      if (s.fenced) break;
       if (!measuring) continue;
       ++s.attempts;
       if (o.commit.committed) {
@@ -211,6 +216,7 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
     r.committed_delta += s->delta;
     r.uncertain += s->uncertain;
     r.halted_coordinators += s->halted ? 1 : 0;
+    r.fenced = r.fenced || s->fenced;
     r.total_commits += s->total_commits;
     for (size_t b = 0; b < buckets; ++b) r.timeline[b] += s->timeline[b];
   }

@@ -69,6 +69,7 @@ struct RunStats {
   int64_t committed_delta = 0;
   uint64_t uncertain = 0;                        // kTransport aborts
   uint32_t halted_coordinators = 0;              // stopped after leaving a transaction to recovery
+  bool fenced = false;                           // a memory node refused this node as fenced
   uint32_t pauses = 0;                           // stop-the-world pauses this node parked for
   double paused_seconds = 0;                     // wall time spent parked (all coordinators)
   uint64_t total_commits = 0;
