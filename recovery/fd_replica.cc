@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -46,11 +47,18 @@ struct Leadership {
 
 class Replica {
  public:
-  Replica(const FdReplicaOptions& o, const Logger& logger) : o_(o), log_(logger) {}
+  // run()'s result when the ZooKeeper session expired: start over.
+  static constexpr int kRestart = -1;
+
+  Replica(const FdReplicaOptions& o, const Logger& logger, bool restarting)
+      : o_(o), log_(logger), restarting_(restarting) {}
 
   int run(const std::atomic<bool>& stop) {
     auto reg = Registry::open(o_.zk, o_.root, o_.cluster_id, log_);
     if (!reg) {
+      // After a session expiry ZooKeeper may be briefly unreachable: keep
+      // trying. At the first start, say so and stop.
+      if (restarting_ && reg.status().code() == Errc::kUnavailable) return kRestart;
       log_.error("{}", reg.status().to_string());
       return 3;
     }
@@ -72,6 +80,7 @@ class Replica {
     detector_ = std::move(*det);
     const Endpoint udp{o_.listen.host, detector_->port()};
     if (Status s = registry_->announce_replica(o_.replica_id, udp); !s) {
+      if (restarting_) return kRestart;  // the expired session's node may linger a moment
       log_.error("{}", s.to_string());
       return 5;
     }
@@ -85,9 +94,23 @@ class Replica {
     log_.info("replica {} listening for heartbeats on udp {}", o_.replica_id, udp.to_string());
 
     while (!stop.load(std::memory_order_acquire)) {
-      if (flags_.replicas.exchange(false)) refresh_replicas();
-      if (flags_.members.exchange(false)) refresh_members();
-      if (!leader_ && flags_.election.exchange(false)) refresh_election();
+      if (registry_->zk().expired()) {
+        // Our election node and watches are gone with the session; so is
+        // any leadership (another replica may lead already). Start over
+        // with a new session; this replica's former data-plane identity is
+        // recovered by whoever leads next.
+        log_.warn("ZooKeeper session expired: rejoining with a new session{}",
+                  leader_ ? " (giving up the leadership)" : "");
+        return kRestart;
+      }
+      bool trouble = false;
+      if (flags_.replicas.exchange(false)) trouble |= !refresh_replicas();
+      if (flags_.members.exchange(false)) trouble |= !refresh_members();
+      if (!leader_ && flags_.election.exchange(false)) trouble |= !refresh_election();
+      if (trouble) {
+        // ZooKeeper unavailable for now: retry, but not in a tight loop.
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
       if (leader_) {
         if (int rc = lead(); rc != 0) return rc;
       } else {
@@ -100,24 +123,26 @@ class Replica {
   }
 
  private:
-  void refresh_replicas() {
+  // Each refresh returns false when ZooKeeper did not answer (retried later).
+  bool refresh_replicas() {
     auto reps = registry_->watch_replicas([this] { flags_.replicas = true; });
     if (!reps) {
       log_.warn("reading FD replicas: {}", reps.status().to_string());
       flags_.replicas = true;
-      return;
+      return false;
     }
     std::map<uint32_t, Endpoint> peers = *reps;
     peers.erase(o_.replica_id);
     if (Status s = detector_->set_peers(std::move(peers)); !s) log_.warn("FD peers: {}", s.to_string());
+    return true;
   }
 
-  void refresh_members() {
+  bool refresh_members() {
     auto pids = registry_->watch_members([this] { flags_.members = true; });
     if (!pids) {
       log_.warn("reading registered compute nodes: {}", pids.status().to_string());
       flags_.members = true;
-      return;
+      return false;
     }
     std::set<uint16_t> now;
     for (uint16_t p : *pids) {
@@ -141,13 +166,14 @@ class Replica {
       if (!now.count(p)) detector_->unwatch(wire::SenderKind::kCompute, p);
     }
     watched_ = std::move(now);
+    return true;
   }
 
-  void refresh_election() {
+  bool refresh_election() {
     auto kids = registry_->zk().children(registry_->path("fd/election"));
     if (!kids) {
       flags_.election = true;
-      return;
+      return false;
     }
     std::vector<std::string> names = *kids;
     // Sequential names end in a 10-digit counter: sort by it.
@@ -158,17 +184,18 @@ class Replica {
     if (me == names.end()) {
       log_.error("this replica's election node {} vanished (ZooKeeper session expired?)", election_node_);
       flags_.election = true;
-      return;
+      return false;
     }
     if (me == names.begin()) {
       leader_ = true;
       log_.info("replica {} is the leader", o_.replica_id);
-      return;
+      return true;
     }
     // Watch only the predecessor (no herd effect when the leader dies).
     auto exists = registry_->zk().watch_exists(registry_->path("fd/election/" + *(me - 1)),
                                                [this] { flags_.election = true; });
     if (!exists || !*exists) flags_.election = true;
+    return exists.is_ok();
   }
 
   // Becomes an operational leader (data plane, coordinator), then recovers
@@ -200,6 +227,8 @@ class Replica {
       if (!rec) {
         log_.warn("recovery of pid {}: {} (will retry)", pid, rec.status().to_string());
         drop_data_plane_if_broken(rec.status());
+        // Typically ZooKeeper without a quorum: retry, not in a tight loop.
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
         return 0;
       }
       // Every pid this recovery covered (ford recovers nodes that failed
@@ -307,6 +336,7 @@ class Replica {
 
   const FdReplicaOptions& o_;
   Logger log_;
+  bool restarting_ = false;
   std::unique_ptr<Registry> registry_;
   std::unique_ptr<fd::Detector> detector_;
   std::string election_node_;
@@ -320,8 +350,15 @@ class Replica {
 }  // namespace
 
 int run_fd_replica(const FdReplicaOptions& options, const Logger& logger, const std::atomic<bool>& stop) {
-  Replica r(options, logger);
-  return r.run(stop);
+  for (bool restarting = false;; restarting = true) {
+    int rc = 0;
+    {
+      Replica r(options, logger, restarting);
+      rc = r.run(stop);
+    }
+    if (rc != Replica::kRestart || stop.load(std::memory_order_acquire)) return rc == Replica::kRestart ? 0 : rc;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 }  // namespace pandora

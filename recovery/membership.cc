@@ -16,6 +16,7 @@ namespace pandora {
 
 Result<std::unique_ptr<Membership>> Membership::join(const MembershipOptions& o, const Logger& logger) {
   std::unique_ptr<Membership> m(new Membership(logger));
+  m->options_ = o;
   auto reg = Registry::open(o.zk, o.root, o.cluster_id, logger);
   if (!reg) return reg.status();
   m->registry_ = std::move(*reg);
@@ -27,7 +28,27 @@ Result<std::unique_ptr<Membership>> Membership::join(const MembershipOptions& o,
   if (getrandom(&want.incarnation, sizeof want.incarnation, 0) != sizeof want.incarnation) {
     return Status(Errc::kIo, "getrandom failed");
   }
-  auto rec = m->registry_->register_member(want, o.lanes);
+  // A registration whose answer was lost (connection loss: applied or
+  // not) is found again by its incarnation instead of registering twice.
+  Result<MemberRecord> rec = Status(Errc::kUnavailable, "not tried");
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    rec = m->registry_->register_member(want, o.lanes);
+    if (rec || rec.status().code() != Errc::kUnavailable) break;
+    logger.warn("registering: {} (retrying)", rec.status().to_string());
+    std::this_thread::sleep_for(std::chrono::milliseconds(200 * (attempt + 1)));
+    if (m->registry_->zk().expired()) {
+      auto again = Registry::open(o.zk, o.root, o.cluster_id, logger);
+      if (again) m->registry_ = std::move(*again);
+    }
+    if (auto members = m->registry_->members()) {
+      auto mine = std::find_if(members->begin(), members->end(),
+                               [&](const MemberRecord& r) { return r.incarnation == want.incarnation; });
+      if (mine != members->end()) {
+        rec = *mine;
+        break;
+      }
+    }
+  }
   if (!rec) return rec.status();
   m->record_ = *rec;
 
@@ -49,11 +70,19 @@ Result<std::unique_ptr<Membership>> Membership::join(const MembershipOptions& o,
     // Where the leader pushes failed pids: recorded after the link chose
     // its port (one more ZooKeeper write at start-up, none later).
     m->record_.push = Endpoint{"127.0.0.1", m->link_->push_port()};
-    if (Status s = m->registry_->zk().set(m->registry_->path(fmt::format("compute/{}", m->record_.pid)),
-                                          encode_member_record(m->record_));
-        !s) {
-      return s;
+    Status s;
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      s = m->registry_->zk().set(m->registry_->path(fmt::format("compute/{}", m->record_.pid)),
+                                 encode_member_record(m->record_));
+      if (s || s.code() != Errc::kUnavailable) break;
+      logger.warn("recording the push endpoint: {} (retrying)", s.to_string());
+      std::this_thread::sleep_for(std::chrono::milliseconds(200 * (attempt + 1)));
+      if (m->registry_->zk().expired()) {
+        auto again = Registry::open(o.zk, o.root, o.cluster_id, logger);
+        if (again) m->registry_ = std::move(*again);
+      }
     }
+    if (!s) return s;
   }
   m->watcher_ = std::thread([self = m.get()] { self->watch_loop(); });
   logger.info("registered as pid {} with {}", m->record_.pid, m->record_.slot.to_string());
@@ -74,10 +103,16 @@ void Membership::stop_threads() {
 
 Status Membership::leave() {
   stop_threads();
+  if (registry_->zk().expired()) {
+    auto reg = Registry::open(options_.zk, options_.root, options_.cluster_id, logger_);
+    if (!reg) return reg.status();
+    registry_ = std::move(*reg);
+  }
   return retire_member(*registry_, secret_, record_.pid, 0, std::chrono::milliseconds(2000));
 }
 
 Status Membership::attach(FailedIds& ids) {
+  std::lock_guard<std::mutex> reg_guard(reg_mu_);
   // Synchronously, so transactions start knowing every failed pid: the
   // recycle state first (pids being recycled are not added), then failed/.
   // A recycle that starts after this read is handled by the watcher, which
@@ -228,8 +263,25 @@ void Membership::refresh_pause() {
   }
 }
 
+void Membership::reopen_registry() {
+  auto reg = Registry::open(options_.zk, options_.root, options_.cluster_id, logger_);
+  if (!reg) {
+    logger_.warn("reconnecting to ZooKeeper after the session expired: {} (retrying)", reg.status().to_string());
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> g(reg_mu_);
+    registry_ = std::move(*reg);
+  }
+  logger_.info("ZooKeeper session expired: reconnected; watches re-armed");
+  std::lock_guard<std::mutex> g(mu_);
+  failed_changed_ = replicas_changed_ = pause_changed_ = recycle_changed_ = true;
+  acked_ = 0;  // ephemeral acknowledgements went with the old session
+}
+
 void Membership::watch_loop() {
   for (;;) {
+    if (registry_->zk().expired()) reopen_registry();
     bool failed = false, replicas = false, pause = false, recycle = false;
     uint64_t ack = 0;
     {

@@ -95,7 +95,13 @@ class Membership {
   void refresh_pause();
   void refresh_recycle();
 
+  // A new ZooKeeper session after the old one expired (watches re-armed,
+  // acknowledgements re-sent by the flags it raises). Watcher thread.
+  void reopen_registry();
+
   Logger logger_;
+  MembershipOptions options_;
+  std::mutex reg_mu_;  // registry_ replacement vs. callers on other threads
   std::unique_ptr<Registry> registry_;
   MemberRecord record_;
   std::string secret_;

@@ -613,6 +613,14 @@ Status ZkClient::ensure_path(std::string_view path) {
 Status ZkClient::multi(std::span<const Op> ops) {
   if (ops.empty()) return Status::ok();
   Impl& m = *impl_;
+  // The C client's zoo_amulti, on a session that is already unrecoverable,
+  // fails the first op's path check and then frees the uninitialised path
+  // of every later op (seen as an ASan bad free of one of our strings): do
+  // not hand it a dead session.
+  if (expired()) {
+    return Status(Errc::kUnavailable,
+                  fmt::format("zookeeper multi of {} ops: session expired on {}: reconnect", ops.size(), hosts()));
+  }
   auto call = m.new_call();
   size_t n = ops.size();
   // Filled before submission, read by the C client at submission and on
@@ -677,6 +685,11 @@ Result<bool> ZkClient::watch_exists(std::string_view path, std::function<void()>
 }
 
 bool ZkClient::connected() const { return zoo_state(impl_->zh) == ZOO_CONNECTED_STATE; }
+
+bool ZkClient::expired() const {
+  const int state = zoo_state(impl_->zh);
+  return state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE;
+}
 
 int64_t ZkClient::session_id() const {
   const clientid_t* id = zoo_client_id(impl_->zh);

@@ -126,6 +126,9 @@ class ZkClient {
   Result<bool> watch_exists(std::string_view path, std::function<void()> on_change);
 
   bool connected() const;
+  // The session is over for good (expired, or authentication failed):
+  // every call fails; the owner must connect a new client.
+  bool expired() const;
   int64_t session_id() const;
   const std::string& hosts() const;
 
