@@ -1,6 +1,13 @@
 #include "workloads/bench/bench_app.h"
 
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
+#include <thread>
 #include <cstdio>
 #include <memory>
 #include <vector>
@@ -25,6 +32,50 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 void fail(std::string_view what) { fmt::print(stderr, "pandora-bench: {}\n", what); }
+
+// Turns SIGTERM and SIGINT into a flag for the length of a run (a
+// signalfd watched by one thread), so stopping a bench is not a crash.
+// Blocks both signals in the calling thread before any worker starts, so
+// every thread inherits the mask.
+class StopSignals {
+ public:
+  explicit StopSignals(std::atomic<bool>* flag) : flag_(flag) {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+    fd_ = signalfd(-1, &set_, SFD_CLOEXEC);
+    if (fd_ < 0) return;
+    thread_ = std::thread([this] {
+      pollfd p{fd_, POLLIN, 0};
+      while (!done_.load(std::memory_order_acquire)) {
+        if (::poll(&p, 1, 100) <= 0) continue;
+        signalfd_siginfo si{};
+        if (::read(fd_, &si, sizeof si) != sizeof si) continue;
+        signal_.store(static_cast<int>(si.ssi_signo), std::memory_order_release);
+        flag_->store(true, std::memory_order_release);
+      }
+    });
+  }
+  ~StopSignals() {
+    done_.store(true, std::memory_order_release);
+    if (thread_.joinable()) thread_.join();
+    if (fd_ >= 0) ::close(fd_);
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  bool received() const { return signal_.load(std::memory_order_acquire) != 0; }
+  const char* received_name() const { return signal_.load() == SIGINT ? "SIGINT" : "SIGTERM"; }
+
+ private:
+  std::atomic<bool>* flag_;
+  sigset_t set_{}, old_{};
+  int fd_ = -1;
+  std::atomic<bool> done_{false};
+  std::atomic<int> signal_{0};
+  std::thread thread_;
+};
 
 // Creates the tables of every workload in one directory and loads their rows.
 Status load_tables(Cluster& cluster, const std::vector<std::unique_ptr<Workload>>& workloads, bool replace,
@@ -85,6 +136,10 @@ int run_bench(const BenchConfig& cfg_in) {
   // learn failed pids. Declared before the cluster so it outlives it.
   std::unique_ptr<Membership> membership;
   std::atomic<bool> fenced{false};
+  // SIGTERM / SIGINT end the run cleanly: coordinators stop after their
+  // transaction, the report and check run, and the node leaves the cluster.
+  std::atomic<bool> stop_run{false};
+  StopSignals signals(&stop_run);
   // On every way out, leave the cluster cleanly (declared before the
   // cluster and clients, so it runs after their connections closed) -
   // unless a transaction may be undecided (a coordinator halted on a
@@ -107,7 +162,10 @@ int run_bench(const BenchConfig& cfg_in) {
       return 1;
     }
     membership = std::move(*m);
-    membership->on_fenced([&fenced] { fenced.store(true, std::memory_order_release); });
+    membership->on_fenced([&fenced, &stop_run] {
+      fenced.store(true, std::memory_order_release);
+      stop_run.store(true, std::memory_order_release);
+    });
     leaver.membership = membership.get();
     fmt::print("joined the cluster as pid {} ({})\n", membership->pid(), membership->slot().to_string());
     std::fflush(stdout);
@@ -197,7 +255,7 @@ int run_bench(const BenchConfig& cfg_in) {
     ro.measure = std::chrono::seconds(cfg.seconds);
     ro.timeline = std::chrono::milliseconds(cfg.timeline_ms);
     ro.seed = cfg.seed;
-    ro.stop = &fenced;
+    ro.stop = &stop_run;
     if (membership) {
       Membership* m = membership.get();
       ro.pause_requested = [m] { return m->pause_requested(); };
@@ -231,6 +289,7 @@ int run_bench(const BenchConfig& cfg_in) {
     }
     summary.stats = std::move(*stats);
   }
+  if (signals.received()) fmt::print("stopped by {}: the run ended early\n", signals.received_name());
   if (fenced.load(std::memory_order_acquire)) {
     if (membership) {
       fail(fmt::format("this compute node (pid {}) was declared failed by the failure detector and fenced (a "

@@ -195,7 +195,9 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
   }
 
   RunStats r;
-  r.measured_seconds = std::chrono::duration<double>(options.measure).count();
+  // A run stopped early (signal, fence) measured only until it stopped.
+  const Clock::time_point ended = std::min(Clock::now(), deadline);
+  r.measured_seconds = ended > window_start ? std::chrono::duration<double>(ended - window_start).count() : 0.0;
   r.commits_by_type.assign(types, 0);
   r.aborts_by_type.assign(types, 0);
   r.timeline.assign(buckets, 0);
