@@ -28,7 +28,8 @@ build/release) and installs python3-matplotlib if missing, starts N
      the total money equals the initial total plus the committed net changes).
      (Fixed compute ids 16 and 15, no failure detector yet.)
   3. fail-over (not with --workload none; protocol pandora): starts three
-     pandora-fd replicas (--fd-timeout-us, default 5000), runs the workload
+     pandora-fd replicas (--fd-timeout-us, default 20000: the design's 5 ms
+     fenced live processes on a loaded 2-core machine), runs the workload
      on three compute processes for --failover-seconds (default 6, with a
      1 ms throughput timeline), SIGKILLs the third half-way through, waits
      for its recovery and prints: detection and end-to-end times, each
@@ -46,7 +47,7 @@ backend=all
 workload=smallbank
 protocol=pandora
 failover_seconds=6
-fd_timeout_us=5000
+fd_timeout_us=20000
 out="/tmp/pandora-demo-failover"
 die() { echo "demo.sh: error: $*" >&2; exit 1; }
 while [[ $# -gt 0 ]]; do
@@ -165,54 +166,87 @@ if [[ $status -eq 0 && "$workload" != none ]]; then
     echo "==> fail-over phase skipped: it runs protocol pandora only (got --protocol $protocol)"
   else
     echo "==> fail-over: starting 3 pandora-fd replicas (timeout ${fd_timeout_us} us)"
+    # As root the replicas run at nice -10: on a small machine their threads
+    # must not queue behind the busy compute processes.
+    fd_nice=0
+    [[ "$(id -u)" -ne 0 ]] || fd_nice=-10
     bash "$script_dir/local/cluster.sh" start-fd --dir "$state_dir" --fd-replicas 3 \
-      --fd-timeout-us "$fd_timeout_us" >/dev/null || { status=1; echo "==> the failure detector did not start" >&2; }
+      --fd-timeout-us "$fd_timeout_us" --fd-nice "$fd_nice" >/dev/null || { status=1; echo "==> the failure detector did not start" >&2; }
   fi
   if [[ $status -eq 0 && "$protocol" == pandora ]]; then
     rm -rf -- "$out"
     mkdir -p "$out"
     out="$(cd -- "$out" && pwd -P)"
-    echo "==> fail-over: $workload on 3 compute processes (1 thread x 4 coordinators each, $fo_backend) for" \
-      "${failover_seconds}s; the third is killed with SIGKILL after $((failover_seconds / 2))s"
-    for i in 1 2 3; do
-      "$bench_bin" "${base[@]}" --backend "$fo_backend" --threads 1 --coordinators 4 --warmup-seconds 0 \
-        --seconds "$failover_seconds" --timeline-ms 1 --no-check --seed "$i" --report "$out/node$i.json" \
-        --history "$out/node$i.history" --log-level error >"$out/node$i.log" 2>&1 &
-      bench_pids+=("$!")
-      # One registration at a time (they update the same ZooKeeper node).
-      deadline=$((SECONDS + 60))
-      until grep -q '^joined the cluster as pid' "$out/node$i.log"; do
-        if ! kill -0 "${bench_pids[$((i - 1))]}" 2>/dev/null || [[ $SECONDS -ge $deadline ]]; then
-          tail -n 20 "$out/node$i.log" >&2
-          die "fail-over: compute process $i did not join the cluster"
-        fi
-        sleep 0.01
+    # One attempt: three processes, the third killed half-way. Returns 2
+    # when the machine spoilt it (a live process fenced after a stall, one
+    # that could not join or stopped by itself): the attempt is repeated.
+    failover_attempt() {
+      local i rc t
+      bench_pids=()
+      for i in 1 2 3; do
+        "$bench_bin" "${base[@]}" --backend "$fo_backend" --threads 1 --coordinators 4 --warmup-seconds 0 \
+          --seconds "$failover_seconds" --timeline-ms 1 --no-check --seed "$i" --report "$out/node$i.json" \
+          --history "$out/node$i.history" --log-level error >"$out/node$i.log" 2>&1 &
+        bench_pids+=("$!")
+        # One registration at a time (they update the same ZooKeeper node).
+        deadline=$((SECONDS + 60))
+        until grep -qs '^joined the cluster as pid' "$out/node$i.log"; do
+          if ! kill -0 "${bench_pids[$((i - 1))]}" 2>/dev/null || [[ $SECONDS -ge $deadline ]]; then
+            echo "    process $i could not join: $(tail -n 1 "$out/node$i.log" | cut -c1-150)" >&2
+            return 2
+          fi
+          sleep 0.01
+        done
       done
-    done
-    victim="${bench_pids[2]}"
-    victim_pid="$(sed -n 's/^joined the cluster as pid \([0-9]*\).*/\1/p' "$out/node3.log" | head -n1)"
-    sleep "$((failover_seconds / 2))"
-    kill -0 "$victim" 2>/dev/null || { tail -n 20 "$out/node3.log" >&2; die "fail-over: process 3 ended before the kill"; }
-    t="$EPOCHREALTIME"
-    kill -KILL "$victim"
-    kill_ns="${t/./}000"
-    wait "$victim" 2>/dev/null || true
-    echo "==> fail-over: killed compute process 3 (pid $victim_pid, os pid $victim); waiting for its recovery"
-    if ! "$py" "$script_dir/failover/zk_dump.py" --zookeeper "$zk" --pid "$victim_pid" --wait-done-s 30 \
-        >"$out/recovery.json"; then
-      status=1
-      echo "==> fail-over FAILED: pid $victim_pid was not recovered within 30 s" >&2
-    fi
-    for i in 1 2; do
-      rc=0
-      wait "${bench_pids[$((i - 1))]}" || rc=$?
-      if [[ $rc -ne 0 ]]; then
-        status=1
-        echo "==> fail-over FAILED: surviving compute process $i exited with $rc" \
-          "$([[ $rc -eq 6 ]] && echo "(fenced: the detector suspected a live process; on a loaded machine raise --fd-timeout-us)")" >&2
-        tail -n 5 "$out/node$i.log" >&2
+      victim="${bench_pids[2]}"
+      victim_pid="$(sed -n 's/^joined the cluster as pid \([0-9]*\).*/\1/p' "$out/node3.log" | head -n1)"
+      sleep "$((failover_seconds / 2))"
+      for i in 1 2 3; do
+        if ! kill -0 "${bench_pids[$((i - 1))]}" 2>/dev/null; then
+          echo "    process $i ended before the kill: $(grep -m1 -E 'fenced|stopped after|error' "$out/node$i.log" | cut -c1-150)" >&2
+          return 2
+        fi
+      done
+      t="$EPOCHREALTIME"
+      kill -KILL "$victim"
+      kill_ns="${t/./}000"
+      wait "$victim" 2>/dev/null || true
+      echo "==> fail-over: killed compute process 3 (pid $victim_pid, os pid $victim); waiting for its recovery"
+      if ! "$py" "$script_dir/failover/zk_dump.py" --zookeeper "$zk" --pid "$victim_pid" --wait-done-s 30 \
+          >"$out/recovery.json"; then
+        echo "==> fail-over FAILED: pid $victim_pid was not recovered within 30 s" >&2
+        return 1
       fi
+      for i in 1 2; do
+        rc=0
+        wait "${bench_pids[$((i - 1))]}" || rc=$?
+        if [[ $rc -eq 6 ]]; then
+          echo "    surviving process $i was fenced (the detector suspected it after a stall)" >&2
+          return 2
+        elif [[ $rc -ne 0 ]]; then
+          echo "==> fail-over FAILED: surviving compute process $i exited with $rc" >&2
+          tail -n 5 "$out/node$i.log" >&2
+          return 1
+        fi
+      done
+      return 0
+    }
+    for attempt in 1 2 3; do
+      echo "==> fail-over: $workload on 3 compute processes (1 thread x 4 coordinators each, $fo_backend) for" \
+        "${failover_seconds}s; the third is killed with SIGKILL after $((failover_seconds / 2))s (attempt $attempt/3)"
+      rc=0
+      failover_attempt || rc=$?
+      for p in "${bench_pids[@]}"; do
+        if kill -0 "$p" 2>/dev/null; then kill -KILL "$p" 2>/dev/null || true; fi
+        wait "$p" 2>/dev/null || true
+      done
+      [[ $rc -eq 2 ]] || break
+      echo "    attempt spoilt by the machine (timeout ${fd_timeout_us} us); trying again" >&2
     done
+    if [[ $rc -ne 0 ]]; then
+      status=1
+      [[ $rc -ne 2 ]] || echo "==> fail-over FAILED: 3 attempts spoilt; on a loaded machine raise --fd-timeout-us" >&2
+    fi
     bench_pids=()
     if [[ $status -eq 0 ]]; then
       echo "==> fail-over summary (the recovery record in ZooKeeper and the survivors' 1 ms timelines):"

@@ -111,6 +111,22 @@ state="$(mktemp -d "${TMPDIR:-/tmp}/pandora-detect.XXXXXX")"
 region_dir="/dev/shm/pandora-$user/detect-$$"
 bench_pid=""
 
+# Keeps the detector's and the ensemble's logs with the results: the first
+# and last 2 MB of each (a detector stuck retrying can log gigabytes).
+save_logs() {
+  local from="$1" to="$2" f
+  mkdir -p "$to/zk"
+  for f in "$from"/fd*.log "$from"/zk/zk*.log; do
+    [[ -f "$f" ]] || continue
+    local dest="$to/${f#"$from"/}"
+    if [[ $(stat -c %s "$f") -le 4194304 ]]; then
+      cp -f -- "$f" "$dest"
+    else
+      { head -c 2097152 "$f"; printf '\n[... %s bytes left out ...]\n' "$(stat -c %s "$f")"; tail -c 2097152 "$f"; } >"$dest"
+    fi
+  done
+}
+
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
@@ -119,13 +135,13 @@ cleanup() {
     wait "$bench_pid" 2>/dev/null || true
   fi
   # Keep the detector's and the ensemble's logs with the results.
-  cp -f -- "$state"/fd*.log "$out/" 2>/dev/null || true
-  mkdir -p "$out/zk" && cp -f -- "$state"/zk/zk*.log "$out/zk/" 2>/dev/null || true
+  save_logs "$state" "$out"
   bash "$root/deploy/local/cluster.sh" stop --dir "$state" --region-dir "$region_dir" >/dev/null 2>&1 || true
   rm -rf -- "$state"
   exit "$rc"
 }
 trap cleanup EXIT
+trap 'echo "measure_detection.sh: error: line $LINENO failed (exit $?): $BASH_COMMAND" >&2' ERR
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -169,6 +185,8 @@ killed_pids=()
 false_fenced=0
 unrecovered=0
 unrecovered_pids=()
+join_failed=0
+ended_early=0
 echo "==> $rounds crashes: SmallBank on $threads thread(s) x $coordinators coordinators ($backend), SIGKILL" \
   "$kill_min..$kill_max ms after its first progress line"
 # A live bench suspected by the detector: counted, reported, round repeated.
@@ -176,7 +194,7 @@ false_suspicion() {
   false_fenced=$((false_fenced + 1))
   mv -f -- "$log" "$out/rounds/false_suspicion$false_fenced.log"
   echo "         pid $1 was $2 (a false suspicion: $false_fenced so far); repeating round $r"
-  [[ $false_fenced -le $((rounds / 2 + 5)) ]] ||
+  [[ $false_fenced -le $((rounds * 2 + 10)) ]] ||
     die "$false_fenced false suspicions: the machine is too loaded for --fd-timeout-us $fd_timeout_us"
 }
 
@@ -187,7 +205,24 @@ for ((r = 1; r <= rounds; r++)); do
   "$bench" "${common[@]}" --threads "$threads" --coordinators "$coordinators" --warmup-seconds 0 \
     --seconds 3600 --no-check --seed "$attempt" >"$log" 2>&1 &
   bench_pid=$!
-  wait_for_line "$log" '^joined the cluster as pid [0-9]+' "$bench_pid"
+  deadline=$((SECONDS + 60))
+  while ! grep -qE '^joined the cluster as pid [0-9]+' "$log" && kill -0 "$bench_pid" 2>/dev/null &&
+        [[ $SECONDS -lt $deadline ]]; do
+    sleep 0.01
+  done
+  if ! grep -qE '^joined the cluster as pid [0-9]+' "$log"; then
+    # ZooKeeper unavailable for a moment (a session expired while the
+    # machine stalled): counted, reported, round repeated.
+    kill -KILL "$bench_pid" 2>/dev/null || true
+    wait "$bench_pid" 2>/dev/null || true
+    bench_pid=""
+    join_failed=$((join_failed + 1))
+    mv -f -- "$log" "$out/rounds/join_failed$join_failed.log"
+    echo "         a new pandora-bench could not join the cluster ($join_failed so far; $(grep -m1 -oE 'unavailable: .{0,80}' "$out/rounds/join_failed$join_failed.log" || echo 'see its log')); repeating round $r"
+    [[ $join_failed -le 10 ]] || die "$join_failed benches could not join the cluster (ZooKeeper unavailable?)"
+    r=$((r - 1))
+    continue
+  fi
   pid="$(sed -n 's/^joined the cluster as pid \([0-9]*\).*/\1/p' "$log" | head -n1)"
   delay_ms=$((kill_min + (RANDOM * 32768 + RANDOM) % (kill_max - kill_min + 1)))
   # Running transactions by its first progress line; then a random moment.
@@ -202,13 +237,20 @@ for ((r = 1; r <= rounds; r++)); do
     rc=0
     wait "$bench_pid" || rc=$?
     bench_pid=""
-    if [[ $rc -eq 6 ]] || grep -q "declared failed and fenced" "$log"; then
+    if [[ $rc -eq 6 ]] || grep -qE "declared failed and fenced|fenced" "$log"; then
       false_suspicion "$pid" "fenced before the kill"
       r=$((r - 1))
       continue
     fi
-    tail -n 20 "$log" >&2
-    die "round $r: pandora-bench ended (exit $rc) before the kill"
+    # Ended by itself: e.g. every coordinator stopped after leaving a
+    # transaction to recovery (operations timed out while the machine
+    # stalled). Counted, reported, round repeated.
+    ended_early=$((ended_early + 1))
+    mv -f -- "$log" "$out/rounds/ended_early$ended_early.log"
+    echo "         pid $pid ended by itself before the kill (exit $rc: $(grep -m1 -E 'stopped after|error|failed' "$out/rounds/ended_early$ended_early.log" | cut -c1-100)); repeating round $r"
+    [[ $ended_early -le $((rounds * 2 + 10)) ]] || die "$ended_early benches ended before their kill (logs in $out/rounds)"
+    r=$((r - 1))
+    continue
   fi
   grep -qE '^\[ *[0-9.]+ s\]' "$log" || die "round $r: pandora-bench printed no progress within 60 s (log: $log)"
   t="$EPOCHREALTIME"
@@ -260,6 +302,8 @@ python3 "$script_dir/zk_dump.py" --zookeeper "$zk" >"$out/zk_final.json"
   echo "(--timeout-us $fd_timeout_us${fd_args[*]:+, ${fd_args[*]}}, nice $fd_nice), a 3-server ZooKeeper ensemble with its"
   echo "transaction log on disk (deploy/local/zookeeper.sh), all on 127.0.0.1; build $build; $(nproc) cores."
   echo "False suspicions (a live bench fenced before its kill; the round was repeated): $false_fenced."
+  echo "Benches that ended by themselves before the kill (the round was repeated): $ended_early."
+  echo "Benches that could not join (ZooKeeper session expired during a stall; the round was repeated): $join_failed."
   echo "Killed but not recovered within 20 s (the round was repeated): $unrecovered${unrecovered_pids[*]:+ (pids ${unrecovered_pids[*]})}."
   echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
   echo

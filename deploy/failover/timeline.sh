@@ -27,7 +27,7 @@ Options:
   --keys LIST         comma list of micro key counts (hot keys), one run each
                                                                [1000,100000]
   --protocol P        pandora or ford                                [pandora]
-  --seconds S         each compute node's run (warm-up 0)            [6]
+  --seconds S         each compute node's run (warm-up 0)            [10]
   --crash-at-ms MS    SIGKILL node 3 this long after the three started
                       running transactions                           [3000]
   --threads N         worker threads per compute node                [1]
@@ -40,6 +40,8 @@ Options:
                       logs, recovery record, timeline.png and summary.txt
                                               [/tmp/pandora-failover-timeline]
   --build DIR         Release build                          [build/release]
+  --attempts N        tries per setting when the machine spoils one (a
+                      live node fenced after a stall, ...)                [5]
   -h, --help          this help
 
 Needs a Release build (bash deploy/setup.sh release) and python3-matplotlib
@@ -51,7 +53,7 @@ die() { echo "timeline.sh: error: $*" >&2; exit 1; }
 
 keys_list="1000,100000"
 protocol=pandora
-seconds=6
+seconds=10
 crash_at_ms=3000
 threads=1
 coordinators=4
@@ -62,6 +64,7 @@ fd_nice=0
 [[ "$(id -u)" -ne 0 ]] || fd_nice=-10
 out="/tmp/pandora-failover-timeline"
 build="$root/build/release"
+attempts=5
 
 need_value() { [[ $# -ge 2 && -n "$2" ]] || die "option $1 needs a value"; }
 while [[ $# -gt 0 ]]; do
@@ -79,11 +82,12 @@ while [[ $# -gt 0 ]]; do
     --fd-nice) need_value "$@"; fd_nice="$2"; shift 2 ;;
     --out) need_value "$@"; out="$2"; shift 2 ;;
     --build) need_value "$@"; build="$2"; shift 2 ;;
+    --attempts) need_value "$@"; attempts="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown option '$1'" ;;
   esac
 done
-for n in seconds crash_at_ms threads coordinators fd_timeout_us; do
+for n in seconds crash_at_ms threads coordinators fd_timeout_us attempts; do
   [[ "${!n}" =~ ^[1-9][0-9]*$ ]] || die "--${n//_/-} must be a positive integer, got '${!n}'"
 done
 [[ "$protocol" == pandora || "$protocol" == ford ]] || die "--protocol must be pandora or ford, got '$protocol'"
@@ -121,13 +125,28 @@ stop_run() {
   done
   pids=()
   if [[ -n "$state" ]]; then
-    cp -f -- "$state"/fd*.log "$run_out/" 2>/dev/null || true
-    mkdir -p "$run_out/zk" && cp -f -- "$state"/zk/zk*.log "$run_out/zk/" 2>/dev/null || true
+    save_logs "$state" "$run_out"
     bash "$root/deploy/local/cluster.sh" stop --dir "$state" --region-dir "$region_dir" >/dev/null 2>&1 || true
     rm -rf -- "$state"
     state=""
   fi
 }
+# Keeps the detector's and the ensemble's logs with the results: the first
+# and last 2 MB of each (a detector stuck retrying can log gigabytes).
+save_logs() {
+  local from="$1" to="$2" f
+  mkdir -p "$to/zk"
+  for f in "$from"/fd*.log "$from"/zk/zk*.log; do
+    [[ -f "$f" ]] || continue
+    local dest="$to/${f#"$from"/}"
+    if [[ $(stat -c %s "$f") -le 4194304 ]]; then
+      cp -f -- "$f" "$dest"
+    else
+      { head -c 2097152 "$f"; printf '\n[... %s bytes left out ...]\n' "$(stat -c %s "$f")"; tail -c 2097152 "$f"; } >"$dest"
+    fi
+  done
+}
+
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
@@ -135,52 +154,42 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
+trap 'echo "timeline.sh: error: line $LINENO failed (exit $?): $BASH_COMMAND" >&2' ERR
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# Waits (bounded) until every log in $@ has a progress line; fails if a
-# bench ends first.
-wait_progress() {
-  local deadline=$((SECONDS + 60)) log i all
-  while :; do
-    all=1
-    for i in 1 2 3; do
-      log="$run_out/node$i.log"
-      if ! grep -qE '^\[ *[0-9.]+ s\]' "$log" 2>/dev/null; then
-        all=0
-        kill -0 "${pids[$((i - 1))]}" 2>/dev/null || { tail -n 20 "$log" >&2; die "compute node $i ended early (log: $log)"; }
-      fi
-    done
-    [[ $all -eq 0 ]] || return 0
-    [[ $SECONDS -lt $deadline ]] || die "the compute nodes printed no progress within 60 s (logs in $run_out)"
-    sleep 0.005
-  done
+cl_bins=(--memd "$build/memory/pandora-memd" --fd "$build/recovery/pandora-fd" --ctl "$build/deploy/pandora-ctl")
+
+# disturbed MESSAGE: this attempt was spoilt by the machine (a live node
+# fenced after a stall, a node that stopped by itself, ZooKeeper unavailable):
+# say so and return 1 so the setting is run again.
+disturbed() {
+  echo "    attempt spoilt: $*" >&2
+  return 1
 }
 
-cl_bins=(--memd "$build/memory/pandora-memd" --fd "$build/recovery/pandora-fd" --ctl "$build/deploy/pandora-ctl")
-pngs=()
-for keys in "${keys_arr[@]}"; do
-  run_out="$out/${protocol}_keys$keys"
+# One attempt of one hot-key setting: fresh cluster, load, detector, three
+# nodes, the kill, the record. Returns 1 when the attempt was disturbed.
+run_setting() {
+  local keys="$1" i rc deadline t victim
   rm -rf -- "$run_out"
   mkdir -p "$run_out"
   state="$(mktemp -d "${TMPDIR:-/tmp}/pandora-timeline.XXXXXX")"
   region_dir="/dev/shm/pandora-$user/timeline-$$"
-  echo "==> micro, $keys hot keys, 100% writes, protocol $protocol: starting the cluster"
   bash "$root/deploy/local/cluster.sh" start --nodes 2 --dir "$state" --region-dir "$region_dir" "${cl_bins[@]}" \
-    --size 64M --log-size 16M --zookeeper >"$run_out/cluster_start.log" 2>&1 ||
+    --size 64M --log-size 16M --zookeeper --protocol "$protocol" >"$run_out/cluster_start.log" 2>&1 ||
     { cat "$run_out/cluster_start.log" >&2; die "the cluster did not start"; }
   zk="$(cat "$state/zk_connect")"
   common=(--zookeeper "$zk" --cluster-id "$(cat "$state/cluster_id")" --secret-file "$state/secret"
           --backend "$backend" --workload micro --keys "$keys" --write-ratio 1 --protocol "$protocol"
           --log-level warn)
   "$bench" "${common[@]}" --load --seconds 0 --no-check >"$run_out/load.log" 2>&1 ||
-    { tail -n 20 "$run_out/load.log" >&2; die "loading failed"; }
+    { tail -n 20 "$run_out/load.log" >&2; disturbed "loading failed"; return 1; }
   bash "$root/deploy/local/cluster.sh" start-fd --dir "$state" "${cl_bins[@]}" --fd-replicas 3 \
-    --fd-timeout-us "$fd_timeout_us" --fd-nice "$fd_nice" ${fd_args[@]+"${fd_args[@]}"} --log-level info >>"$run_out/cluster_start.log" 2>&1 ||
+    --fd-timeout-us "$fd_timeout_us" --fd-nice "$fd_nice" ${fd_args[@]+"${fd_args[@]}"} --log-level info \
+    >>"$run_out/cluster_start.log" 2>&1 ||
     { cat "$run_out/cluster_start.log" >&2; die "the failure detector did not start"; }
 
-  echo "==> 3 compute nodes x $threads thread(s) x $coordinators coordinators for ${seconds} s; node 3 is killed" \
-    "${crash_at_ms} ms after all three run"
   for i in 1 2 3; do
     # --history only to anchor the timeline in CLOCK_REALTIME (its first
     # transaction's begin_ns), unless the report carries the start itself.
@@ -190,42 +199,71 @@ for keys in "${keys_arr[@]}"; do
     pids+=("$!")
     # One registration at a time (they update the same ZooKeeper node).
     deadline=$((SECONDS + 60))
-    while ! grep -q '^joined the cluster as pid' "$run_out/node$i.log"; do
-      kill -0 "${pids[$((i - 1))]}" 2>/dev/null || { tail -n 20 "$run_out/node$i.log" >&2; die "compute node $i ended early"; }
+    while ! grep -qs '^joined the cluster as pid' "$run_out/node$i.log"; do
+      kill -0 "${pids[$((i - 1))]}" 2>/dev/null ||
+        { disturbed "node $i ended before joining: $(tail -n 1 "$run_out/node$i.log" | cut -c1-120)"; return 1; }
       [[ $SECONDS -lt $deadline ]] || die "compute node $i did not join within 60 s"
       sleep 0.01
     done
   done
-  wait_progress
   # Every node prints its first progress line about 1 s after it started.
+  deadline=$((SECONDS + 60))
+  for i in 1 2 3; do
+    while ! grep -qE '^\[ *[0-9.]+ s\]' "$run_out/node$i.log"; do
+      kill -0 "${pids[$((i - 1))]}" 2>/dev/null ||
+        { disturbed "node $i ended early: $(grep -m1 -E 'fenced|stopped after' "$run_out/node$i.log" | cut -c1-120)"; return 1; }
+      [[ $SECONDS -lt $deadline ]] || die "compute node $i printed no progress within 60 s"
+      sleep 0.005
+    done
+  done
   sleep "$(printf '%d.%03d' $(((crash_at_ms - 1000) / 1000)) $(((crash_at_ms - 1000) % 1000)))"
   victim="${pids[2]}"
   vpid="$(sed -n 's/^joined the cluster as pid \([0-9]*\).*/\1/p' "$run_out/node3.log" | head -n1)"
-  kill -0 "$victim" 2>/dev/null || { tail -n 20 "$run_out/node3.log" >&2; die "node 3 ended before the kill"; }
+  for i in 1 2 3; do
+    kill -0 "${pids[$((i - 1))]}" 2>/dev/null ||
+      { disturbed "node $i ended before the kill: $(grep -m1 -E 'fenced|stopped after' "$run_out/node$i.log" | cut -c1-120)"; return 1; }
+  done
   t="$EPOCHREALTIME"
   kill -KILL "$victim"
   kill_ns="${t/./}000"
   echo "$kill_ns" >"$run_out/kill_ns"
   wait "$victim" 2>/dev/null || true
   python3 "$script_dir/zk_dump.py" --zookeeper "$zk" --pid "$vpid" --wait-done-s 30 >"$run_out/recovery.json" ||
-    die "pid $vpid (node 3) was not recovered within 30 s (fd logs in $state)"
-  failed=0
+    { disturbed "pid $vpid (node 3) was not recovered within 30 s"; return 1; }
   for i in 1 2; do
     rc=0
     wait "${pids[$((i - 1))]}" || rc=$?
-    if [[ $rc -ne 0 ]]; then
-      echo "timeline.sh: survivor node $i exited with $rc$([[ $rc -eq 6 ]] && echo ' (fenced: a false suspicion; raise --fd-timeout-us or reduce the load)'):" >&2
-      tail -n 10 "$run_out/node$i.log" >&2
-      failed=1
-    fi
+    [[ $rc -eq 0 ]] ||
+      { disturbed "survivor node $i exited with $rc ($(grep -m1 -E 'fenced|stopped after' "$run_out/node$i.log" | cut -c1-100))"; return 1; }
   done
+  if grep -q "stopped after leaving" "$run_out/node1.log" "$run_out/node2.log"; then
+    disturbed "a survivor's coordinators stopped after leaving transactions to recovery"
+    return 1
+  fi
   pids=()
-  stop_run
-  [[ $failed -eq 0 ]] || die "a survivor failed (logs in $run_out)"
+  return 0
+}
+
+pngs=()
+for keys in "${keys_arr[@]}"; do
+  run_out="$out/${protocol}_keys$keys"
+  ok=0
+  for ((attempt = 1; attempt <= attempts; attempt++)); do
+    echo "==> micro, $keys hot keys, 100% writes, protocol $protocol, attempt $attempt/$attempts:" \
+      "3 compute nodes x $threads thread(s) x $coordinators coordinators for ${seconds} s; node 3 killed" \
+      "${crash_at_ms} ms after all three run"
+    if run_setting "$keys"; then
+      ok=1
+    fi
+    stop_run
+    [[ $ok -eq 0 ]] || break
+  done
+  [[ $ok -eq 1 ]] || die "$attempts attempts of the $keys-key setting were spoilt (logs in $run_out)"
   "$py" "$script_dir/plot_timeline.py" --kill-ns "$kill_ns" --recovery "$run_out/recovery.json" --pid "$vpid" \
     --title "micro, 100% writes, $keys hot keys, $protocol: 3 compute nodes, node 3 killed" \
     --png "$run_out/timeline.png" --summary "$run_out/summary.txt" \
     "$run_out/node1.json:$run_out/node1.history" "$run_out/node2.json:$run_out/node2.history"
+  echo "(fd timeout ${fd_timeout_us} us, fd nice $fd_nice, attempt $attempt)" >>"$run_out/summary.txt"
   rm -f -- "$run_out"/node*.history.gz
   gzip -f -- "$run_out"/node*.history
   pngs+=("$run_out/timeline.png")

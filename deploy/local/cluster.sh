@@ -61,6 +61,9 @@ Failure detection (start; off unless asked for):
                      silent for 5 ticks; 100 ms broke the quorum under load
                      on a 2-core machine, so longer here          [500]
   --lane-bytes SIZE  pandora-ctl init --lane-bytes                 [16K]
+  --protocol P       pandora-ctl init --protocol: the protocol every compute
+                     node runs, which the recovery follows (pandora, ford,
+                     log-a-latch)                                  [pandora]
   --fd-replicas N    start N pandora-fd replicas (needs --zookeeper); start
                      returns when all announced themselves and one leads.
                      The leader attaches to the memory nodes once tables are
@@ -116,6 +119,7 @@ zk_servers=3
 zk_root="/pandora"
 zk_tick_ms=500
 lane_bytes="16K"
+protocol=pandora
 fd_replicas=0
 fd_timeout_us=5000
 fd_args=()
@@ -142,6 +146,7 @@ while [[ $# -gt 0 ]]; do
     --zk-root) need_value "$@"; zk_root="$2"; shift 2 ;;
     --zk-tick-ms) need_value "$@"; zk_tick_ms="$2"; shift 2 ;;
     --lane-bytes) need_value "$@"; lane_bytes="$2"; shift 2 ;;
+    --protocol) need_value "$@"; protocol="$2"; shift 2 ;;
     --fd-replicas) need_value "$@"; fd_replicas="$2"; shift 2 ;;
     --fd-timeout-us) need_value "$@"; fd_timeout_us="$2"; shift 2 ;;
     --fd-arg) need_value "$@"; fd_args+=("$2"); shift 2 ;;
@@ -414,8 +419,12 @@ start_zk() {
   connect="$(cat "$dir/zk/zk_connect")"
   echo "$connect" >"$dir/zk_connect"
   echo "$zk_root" >"$dir/zk_root"
+  local -a proto=()
+  # Passed only when not the default, so a pandora-ctl without the flag works.
+  [[ "$protocol" == pandora ]] || proto=(--protocol "$protocol")
   if ! "$ctl_bin" init --zookeeper "$connect" --zk-root "$zk_root" --cluster-id "$cluster_id" \
-      --secret-file "$dir/secret" --memory-nodes "$endpoints" --lane-bytes "$lane_bytes" </dev/null; then
+      --secret-file "$dir/secret" --memory-nodes "$endpoints" --lane-bytes "$lane_bytes" ${proto[@]+"${proto[@]}"} \
+      </dev/null; then
     stop_all || true
     die "pandora-ctl init failed (see above)"
   fi
