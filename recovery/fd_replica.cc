@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -22,10 +25,26 @@ namespace pandora {
 
 namespace {
 
+uint64_t now_mono_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+// The detector stamps its decision on CLOCK_MONOTONIC; the records speak
+// CLOCK_REALTIME (comparable across processes and with a kill's instant).
+uint64_t detected_realtime_ns(uint64_t detected_mono_ns);
+
 uint64_t now_realtime_ns() {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
           .count());
+}
+
+uint64_t detected_realtime_ns(uint64_t detected_mono_ns) {
+  const uint64_t mono = now_mono_ns(), real = now_realtime_ns();
+  if (detected_mono_ns == 0 || detected_mono_ns > mono) return real;
+  return real - (mono - detected_mono_ns);
 }
 
 // Watch callbacks only raise flags (a synchronous ZooKeeper call inside a
@@ -145,9 +164,11 @@ class Replica {
       return false;
     }
     std::set<uint16_t> now;
+    std::map<uint16_t, MemberRecord> records;
     for (uint16_t p : *pids) {
       auto m = registry_->member(p);
       if (!m || !*m) continue;
+      records[p] = **m;
       if ((*m)->role != MemberRole::kCompute) continue;  // FD leaders send no heartbeats
       if (!(*m)->push) {
         // Registered but not heartbeating yet: its record names its push
@@ -166,7 +187,28 @@ class Replica {
       if (!now.count(p)) detector_->unwatch(wire::SenderKind::kCompute, p);
     }
     watched_ = std::move(now);
+    {
+      std::lock_guard<std::mutex> g(members_mu_);
+      members_ = std::move(records);
+    }
     return true;
+  }
+
+  // The members as last read (the recovery coordinator's push targets and
+  // lane slots, so recovering a pid reads nothing before its first write).
+  std::optional<MemberRecord> known_member(uint16_t pid) {
+    std::lock_guard<std::mutex> g(members_mu_);
+    auto it = members_.find(pid);
+    if (it == members_.end()) return std::nullopt;
+    return it->second;
+  }
+  std::vector<Endpoint> push_targets() {
+    std::lock_guard<std::mutex> g(members_mu_);
+    std::vector<Endpoint> out;
+    for (const auto& [pid, m] : members_) {
+      if (m.push) out.push_back(*m.push);
+    }
+    return out;
   }
 
   bool refresh_election() {
@@ -223,7 +265,8 @@ class Replica {
       if (f.kind != wire::SenderKind::kCompute) continue;  // memory-node failures: not handled yet
       const uint16_t pid = static_cast<uint16_t>(f.id);
       log_.info("pid {} missed by a majority of replicas: recovering", pid);
-      auto rec = lead_->coordinator->recover(pid, now_realtime_ns());
+      const std::optional<MemberRecord> known = known_member(pid);
+      auto rec = lead_->coordinator->recover(pid, detected_realtime_ns(f.detected_mono_ns), known ? &*known : nullptr);
       if (!rec) {
         log_.warn("recovery of pid {}: {} (will retry)", pid, rec.status().to_string());
         drop_data_plane_if_broken(rec.status());
@@ -319,6 +362,7 @@ class Replica {
     ro.secret = o_.secret;
     ro.replica_id = o_.replica_id;
     fd::Detector* det = detector_.get();
+    ro.push_targets = [this] { return push_targets(); };
     ro.failed_now = [det] {
       std::vector<uint16_t> out;
       for (const fd::FailedNode& f : det->wait_failed(std::chrono::milliseconds(0))) {
@@ -344,6 +388,8 @@ class Replica {
   bool leader_ = false;
   std::unique_ptr<Leadership> lead_;
   std::set<uint16_t> watched_;
+  std::mutex members_mu_;
+  std::map<uint16_t, MemberRecord> members_;  // as last read by refresh_members
   std::chrono::steady_clock::time_point next_recycle_check_{};
 };
 

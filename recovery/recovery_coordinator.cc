@@ -65,8 +65,22 @@ Status RecoveryCoordinator::fence_everywhere(uint16_t pid) {
   return fence_at_every_memory_node(registry_.cluster(), options_.secret, pid, options_.control_timeout);
 }
 
-Result<RecoveryRecord> RecoveryCoordinator::recover(uint16_t pid, uint64_t detected_ns) {
+Result<RecoveryRecord> RecoveryCoordinator::recover(uint16_t pid, uint64_t detected_ns, const MemberRecord* known) {
   if (pid == 0) return Status(Errc::kInvalidArgument, "pid 0 is never a compute node");
+  if (known && known->pid == pid && !known->slot.empty() && registry_.cluster().protocol != "ford") {
+    // Fast path: create the start record straight away; only if one exists
+    // already (a re-run) read what it says.
+    RecoveryRecord rec;
+    rec.pid = pid;
+    rec.leader_replica = options_.replica_id;
+    rec.detected_ns = detected_ns;
+    rec.slot = known->slot;
+    const auto t = Clock::now();
+    auto created = registry_.create_recovery(rec);
+    if (!created) return created.status();
+    rec.start_record_us = us_since(t);
+    if (*created) return recover_from_fence(pid, rec);
+  }
   auto existing = registry_.recovery(pid);
   if (!existing) return existing.status();
   if (*existing && (*existing)->step == RecoveryStep::kDone) return **existing;
@@ -98,9 +112,19 @@ Result<RecoveryRecord> RecoveryCoordinator::recover(uint16_t pid, uint64_t detec
     auto t = Clock::now();
     if (Status s = registry_.start_recovery(rec); !s) return s;
     rec.start_record_us = us_since(t);
+    return recover_from_fence(pid, rec);
+  }
 
+  // 7. Off the critical path: release the lane lease, mark done.
+  if (Status s = registry_.finish_recovery(rec); !s) return s;
+  rec.step = RecoveryStep::kDone;
+  return rec;
+}
+
+Result<RecoveryRecord> RecoveryCoordinator::recover_from_fence(uint16_t pid, RecoveryRecord rec) {
+  {
     // 2. Fence: from here on nothing the pid sends changes memory.
-    t = Clock::now();
+    auto t = Clock::now();
     if (Status s = fence_everywhere(pid); !s) return s;
     rec.fence_us = us_since(t);
 
@@ -124,7 +148,11 @@ Result<RecoveryRecord> RecoveryCoordinator::recover(uint16_t pid, uint64_t detec
     if (Status s = registry_.publish_failed(rec); !s) return s;
     rec.publish_us = us_since(t);
     cluster_.failed_ids().add(pid);
-    if (push_) {
+    if (push_ && options_.push_targets) {
+      const uint16_t pids[] = {pid};
+      const std::vector<Endpoint> to = options_.push_targets();
+      push_(to, pids);
+    } else if (push_) {
       auto members = registry_.members();
       if (members) {
         std::vector<Endpoint> to;

@@ -60,6 +60,10 @@ struct RecoveryCoordinatorOptions {
   // (optional). They cannot park: they are recovered in the same pause
   // instead of being waited for.
   std::function<std::vector<uint16_t>()> failed_now;
+  // Where to push a published pid (the members' push endpoints, as the
+  // caller last read them). Without it the members are read from
+  // ZooKeeper after the publish, which delays the push.
+  std::function<std::vector<Endpoint>()> push_targets;
 };
 
 // Sends the authenticated FailedPush for `pids` to `to` (the detector's).
@@ -86,7 +90,11 @@ class RecoveryCoordinator {
 
   // All steps for `pid`. `detected_ns`: CLOCK_REALTIME when the majority
   // was reached (0 for a recovery run by hand). Returns the final record.
-  Result<RecoveryRecord> recover(uint16_t pid, uint64_t detected_ns);
+  // `known` (optional): the pid's member record as the caller last read
+  // it (the detector's leader watches them); with it the first recovery of
+  // a pid reads nothing from ZooKeeper before its start record, so the
+  // critical path holds exactly the two writes.
+  Result<RecoveryRecord> recover(uint16_t pid, uint64_t detected_ns, const MemberRecord* known = nullptr);
 
   // At leadership start: recovers every registered kFd member other than
   // `self` (a former leader: its data-plane writes must be fenced), and
@@ -108,6 +116,8 @@ class RecoveryCoordinator {
   RecoveryCoordinatorOptions options_;
   Logger logger_;
   Result<RecoveryRecord> recover_stopped_world(uint16_t pid, RecoveryRecord rec);
+  // Steps 2..7 of a pid whose start record is written.
+  Result<RecoveryRecord> recover_from_fence(uint16_t pid, RecoveryRecord rec);
 
   FailedPusher push_;
   CrashInjector* crash_;

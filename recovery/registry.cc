@@ -468,12 +468,15 @@ Result<std::vector<RecoveryRecord>> Registry::recoveries() {
   return out;
 }
 
-Status Registry::start_recovery(const RecoveryRecord& r) {
+Status Registry::start_recovery(const RecoveryRecord& r) { return create_recovery(r).status(); }
+
+Result<bool> Registry::create_recovery(const RecoveryRecord& r) {
   RecoveryRecord started = r;
   started.step = RecoveryStep::kStarted;
   auto created = zk_->create(path(fmt::format("recoveries/{}", r.pid)), encode_recovery_record(started));
-  if (!created && created.status().code() != Errc::kAlreadyExists) return created.status();
-  return Status::ok();
+  if (created) return true;
+  if (created.status().code() == Errc::kAlreadyExists) return false;
+  return created.status();
 }
 
 Status Registry::publish_failed(const RecoveryRecord& r) {
@@ -482,15 +485,15 @@ Status Registry::publish_failed(const RecoveryRecord& r) {
   std::vector<Op> ops = {Op::create(path(fmt::format("failed/{}", r.pid)), fmt::format("published_ns={}\n",
                                                                                         now_realtime_ns())),
                          Op::set(path(fmt::format("recoveries/{}", r.pid)), encode_recovery_record(published))};
-  auto exists = zk_->exists(path(fmt::format("compute/{}", r.pid)));
-  if (!exists) return exists.status();
-  if (*exists) ops.push_back(Op::remove(path(fmt::format("compute/{}", r.pid))));
+  ops.push_back(Op::remove(path(fmt::format("compute/{}", r.pid))));
   Status s = zk_->multi(ops);
-  if (s.code() == Errc::kAlreadyExists) {
-    // Published by an earlier run; the member node may still be there (it
-    // was removed in the same multi, so only if it was re-created: never).
-    return Status::ok();
+  if (s.code() == Errc::kNotFound) {
+    // The member node is gone already (a pid retired without one): the
+    // same multi without its removal.
+    ops.pop_back();
+    s = zk_->multi(ops);
   }
+  if (s.code() == Errc::kAlreadyExists) return Status::ok();  // published by an earlier run
   return s;
 }
 

@@ -153,9 +153,13 @@ class Registry {
   Result<std::vector<RecoveryRecord>> recoveries();
   // Creates the record at kStarted (ok when one exists: a re-run).
   Status start_recovery(const RecoveryRecord& r);
+  // As start_recovery; true when this call created it, false when a record
+  // existed already (then read it: recovery()).
+  Result<bool> create_recovery(const RecoveryRecord& r);
   // The publishing write, one multi: <root>/failed/<pid> created, the
   // recovery record set to kPublished with `r`'s timings, <root>/compute/<pid>
-  // removed. Ok when already published (a re-run).
+  // removed (if it is still there: no read first). Ok when already
+  // published (a re-run).
   Status publish_failed(const RecoveryRecord& r);
   // Off the critical path: drops the pid's lane lease and marks the record kDone.
   Status finish_recovery(const RecoveryRecord& r);
