@@ -123,6 +123,13 @@ class Replica {
         return kRestart;
       }
       bool trouble = false;
+      // Watches are the fast path; a full re-read now and then is the net
+      // under them (a lost watch must not leave a member unwatched).
+      if (const auto t = std::chrono::steady_clock::now(); t >= next_full_refresh_) {
+        next_full_refresh_ = t + std::chrono::seconds(1);
+        flags_.members = true;
+        flags_.replicas = true;
+      }
       if (flags_.replicas.exchange(false)) trouble |= !refresh_replicas();
       if (flags_.members.exchange(false)) trouble |= !refresh_members();
       if (!leader_ && flags_.election.exchange(false)) trouble |= !refresh_election();
@@ -174,9 +181,15 @@ class Replica {
         // Registered but not heartbeating yet: its record names its push
         // endpoint once its heartbeats flow; watching it earlier could fail
         // it before its first heartbeat. Re-read when the record changes.
-        (void)registry_->zk().watch_get(registry_->path(fmt::format("compute/{}", p)),
-                                        [this] { flags_.members = true; });
-        continue;
+        // The watch is armed with a read: if the endpoint was recorded
+        // between the two reads, that read shows it (a watch armed after
+        // the change would never fire).
+        auto again = registry_->zk().watch_get(registry_->path(fmt::format("compute/{}", p)),
+                                               [this] { flags_.members = true; });
+        if (!again) continue;
+        auto fresh = decode_member_record(again->data);
+        if (!fresh || !fresh->push) continue;
+        records[p] = *fresh;
       }
       now.insert(p);
     }
@@ -363,7 +376,13 @@ class Replica {
     ro.replica_id = o_.replica_id;
     fd::Detector* det = detector_.get();
     ro.push_targets = [this] { return push_targets(); };
-    ro.failed_now = [det] {
+    // Called by recover() on this (the main) thread while a ford pause waits
+    // for acknowledgements, when the main loop does not run: watch the
+    // members registered since, or one that registered just before the
+    // pause and died would never be found failed and the pause would wait
+    // out the whole park timeout for it.
+    ro.failed_now = [this, det] {
+      if (flags_.members.exchange(false)) (void)refresh_members();
       std::vector<uint16_t> out;
       for (const fd::FailedNode& f : det->wait_failed(std::chrono::milliseconds(0))) {
         if (f.kind == wire::SenderKind::kCompute) out.push_back(static_cast<uint16_t>(f.id));
@@ -391,6 +410,7 @@ class Replica {
   std::mutex members_mu_;
   std::map<uint16_t, MemberRecord> members_;  // as last read by refresh_members
   std::chrono::steady_clock::time_point next_recycle_check_{};
+  std::chrono::steady_clock::time_point next_full_refresh_{};
 };
 
 }  // namespace

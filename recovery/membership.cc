@@ -108,7 +108,7 @@ Status Membership::leave() {
     if (!reg) return reg.status();
     registry_ = std::move(*reg);
   }
-  return retire_member(*registry_, secret_, record_.pid, 0, std::chrono::milliseconds(2000));
+  return retire_member(*registry_, secret_, record_.pid, 0, std::chrono::milliseconds(2000), /*fence=*/false);
 }
 
 Status Membership::attach(FailedIds& ids) {

@@ -64,10 +64,11 @@ class Membership {
   // Called once (on an internal thread) when fenced() turns true.
   void on_fenced(std::function<void()> f);
 
-  // Leaves the cluster cleanly: stops heartbeats, then fences this pid,
-  // publishes it and releases its lane slot, so the detector does not take
-  // the exit for a crash. Call only with no transaction in flight and the
-  // data connections closed (or idle for good).
+  // Leaves the cluster cleanly: stops heartbeats, then publishes this pid
+  // (retired: never issued again until recycled) and releases its lane
+  // slot, so the detector does not take the exit for a crash. Not fenced:
+  // call only with no transaction in flight and the data connections
+  // closed.
   Status leave();
 
   // ford's stop-the-world pause (recovery/recovery_coordinator.h): the

@@ -48,7 +48,7 @@ Status fence_at_every_memory_node(const ClusterRecord& cluster, const std::strin
 }
 
 Status retire_member(Registry& registry, const std::string& secret, uint16_t pid, uint32_t replica_id,
-                     std::chrono::milliseconds timeout) {
+                     std::chrono::milliseconds timeout, bool fence) {
   auto member = registry.member(pid);
   if (!member) return member.status();
   RecoveryRecord rec;
@@ -56,7 +56,9 @@ Status retire_member(Registry& registry, const std::string& secret, uint16_t pid
   rec.leader_replica = replica_id;
   if (*member) rec.slot = (*member)->slot;
   if (Status s = registry.start_recovery(rec); !s) return s;
-  if (Status s = fence_at_every_memory_node(registry.cluster(), secret, pid, timeout); !s) return s;
+  if (fence) {
+    if (Status s = fence_at_every_memory_node(registry.cluster(), secret, pid, timeout); !s) return s;
+  }
   if (Status s = registry.publish_failed(rec); !s) return s;
   return registry.finish_recovery(rec);
 }

@@ -78,8 +78,13 @@ Status fence_at_every_memory_node(const ClusterRecord& cluster, const std::strin
 // pandora-ctl, a leader stepping down): fence, publish, release its lease.
 // No log is read: it left none undecided. Touches no data connection, so it
 // runs after the caller closed its own.
+//
+// `fence`: whether to fence it first. A process retiring itself passes
+// false: its connections are closed and nothing of it is in flight, and
+// fencing would make a memory daemon kill it (shm fencing kills the
+// process registered under the pid).
 Status retire_member(Registry& registry, const std::string& secret, uint16_t pid, uint32_t replica_id,
-                     std::chrono::milliseconds timeout);
+                     std::chrono::milliseconds timeout, bool fence = true);
 
 class RecoveryCoordinator {
  public:
@@ -106,8 +111,8 @@ class RecoveryCoordinator {
   Status fence_everywhere(uint16_t pid);
 
   // retire_member() with this coordinator's registry and secret.
-  Status retire(uint16_t pid) {
-    return retire_member(registry_, options_.secret, pid, options_.replica_id, options_.control_timeout);
+  Status retire(uint16_t pid, bool fence = true) {
+    return retire_member(registry_, options_.secret, pid, options_.replica_id, options_.control_timeout, fence);
   }
 
  private:

@@ -259,7 +259,9 @@ class Ctl {
       // next FD leader.
       const uint16_t my_pid = (*me)->pid();
       (*me).reset();  // stop watching before our own pid is published
-      if (Status s = rc_coord.retire(my_pid); !s) {
+      // Not fenced: our own data plane is idle, and a shm fence would kill
+      // this very process.
+      if (Status s = rc_coord.retire(my_pid, /*fence=*/false); !s) {
         log_.warn("retiring this tool's own pid {}: {}", my_pid, s.to_string());
       }
     }

@@ -321,7 +321,17 @@ int run_bench(const BenchConfig& cfg_in) {
     fail(fmt::format("could not write the report to {}", cfg.report_path));
     return 1;
   }
-  return summary.check && !summary.check->passed ? 1 : 0;
+  if (summary.check && !summary.check->passed) return 1;
+  if (summary.stats && summary.stats->halted_coordinators > 0) {
+    fail(fmt::format("{} coordinator(s) left a logged transaction undecided after a transport failure: this node "
+                     "(pid {}) must be recovered before its pid's latches are released ({})",
+                     summary.stats->halted_coordinators, cfg.compute.compute_id,
+                     membership ? "the failure detector does it once this process is gone"
+                                : "run the cluster with the failure detector (--zookeeper), or pandora-ctl recover "
+                                  "on such a cluster"));
+    return kExitNeedsRecovery;
+  }
+  return 0;
 }
 
 }  // namespace pandora::workloads
