@@ -112,6 +112,24 @@ Status Membership::leave() {
 }
 
 Status Membership::attach(FailedIds& ids) {
+  // ZooKeeper may be briefly unreachable (a server restarting, a stalled
+  // host): retry for a while before giving up on the start.
+  Status last;
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    last = attach_once(ids);
+    if (last || last.code() != Errc::kUnavailable) return last;
+    logger_.warn("reading failed-ids: {} (retrying)", last.to_string());
+    std::this_thread::sleep_for(std::chrono::milliseconds(250 * (attempt + 1)));
+    std::lock_guard<std::mutex> g(reg_mu_);
+    if (registry_->zk().expired()) {
+      auto reg = Registry::open(options_.zk, options_.root, options_.cluster_id, logger_);
+      if (reg) registry_ = std::move(*reg);
+    }
+  }
+  return last;
+}
+
+Status Membership::attach_once(FailedIds& ids) {
   std::lock_guard<std::mutex> reg_guard(reg_mu_);
   // Synchronously, so transactions start knowing every failed pid: the
   // recycle state first (pids being recycled are not added), then failed/.

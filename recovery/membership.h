@@ -87,6 +87,7 @@ class Membership {
  private:
   Membership(const Logger& logger) : logger_(logger) {}
   void stop_threads();
+  Status attach_once(FailedIds& ids);
   void learn(uint16_t pid, bool by_push);
   // ZooKeeper watches only raise flags: synchronous calls from a watch
   // callback would deadlock the client's thread, so this thread re-reads.
