@@ -748,8 +748,10 @@ TEST_F(FailoverTest, LeaderDiesAtEachRecoveryStep) {
     Result<Child*> armed = Status(Errc::kIo, "not started");
     std::optional<uint16_t> armed_pid;
     for (int attempt = 1; attempt <= 3 && !armed_pid; ++attempt) {
-      armed = cluster_->start_fd(1, {"--timeout-us", timeout_us, "--tick-us", kFdTickUs, "--zk-session-ms", "2000",
-                                      "--crash-at", point.name});
+      // Its session as long as the others': a short one expired on the
+      // loaded machine before it could lead (it then rejoins, too late).
+      armed = cluster_->start_fd(1, {"--timeout-us", timeout_us, "--tick-us", kFdTickUs, "--zk-session-ms",
+                                      kFdSessionMs, "--crash-at", point.name});
       ASSERT_TRUE(armed) << armed.status().to_string();
       fds_[1] = *armed;
       ASSERT_TRUE(wait_until(30s, [&] {
@@ -789,7 +791,8 @@ TEST_F(FailoverTest, LeaderDiesAtEachRecoveryStep) {
     ASSERT_TRUE(rec && *rec) << "no recovery record for pid " << pid << " when the leader died at " << point.name;
     EXPECT_EQ((*rec)->step, point.step_at_death)
         << point.name << ": the leader died with the record at " << recovery_step_name((*rec)->step);
-    ASSERT_NO_FATAL_FAILURE(wait_recovered(pid, 30s, fmt::format("after the leader died at {}", point.name)));
+    // The successor leads once the dead leader's session (6 s) expires.
+    ASSERT_NO_FATAL_FAILURE(wait_recovered(pid, 60s, fmt::format("after the leader died at {}", point.name)));
     // The dead leader's data-plane identity is recovered by its successor.
     ASSERT_NO_FATAL_FAILURE(wait_recovered(*armed_pid, 30s, "the dead leader's own pid"));
     auto done = recovery(pid);
