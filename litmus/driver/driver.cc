@@ -4,6 +4,7 @@
 #include "litmus/driver/driver.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -64,6 +65,21 @@ Status Driver::setup() {
   }
   ComputeConfig cfg = base_;
   cfg.compute_id = kDriverPid;
+  if (o_.detector == "real") {
+    // ZooKeeper, Registry::init, the driver's own pid and lane slot.
+    RealDetectorOptions ro;
+    ro.zookeeper = o_.zookeeper;
+    ro.fd_binary = o_.fd_binary;
+    ro.fd_timeout_us = o_.fd_timeout_us;
+    ro.backend = o_.backend;
+    ro.cluster_id = base_.cluster_id;
+    ro.secret = base_.secret;
+    ro.protocol = o_.protocol;
+    ro.verbose = o_.verbose;
+    ro.fd_logs = o_.fd_logs;
+    real_ = std::make_unique<RealDetector>(std::move(ro));
+    if (Status s = real_->start_registry(cfg); !s) return s;
+  }
   auto c = Cluster::connect(cfg, logger_);
   if (!c) return c.status();
   cluster_ = std::move(*c);
@@ -83,6 +99,8 @@ Status Driver::setup() {
   }
   if (Status s = loader.finish(); !s) return s;
   max_pid_ = static_cast<uint16_t>(std::min<uint32_t>(cluster_->lanes().max_fixed_pid(), 65535));
+  // The replicas' leader needs the table directory: started once it exists.
+  if (real_) return real_->start_detectors();
   return Status();
 }
 
@@ -113,6 +131,22 @@ int Driver::child_main(size_t slot, uint16_t pid) {
   cfg.threads = 1;
   cfg.coordinators = static_cast<uint32_t>(o_.coordinators);
   Logger quiet("litmus.child", LogLevel::kError);
+  // --detector real: the registry assigns the pid and lane slot; heartbeats,
+  // failed-ids by watch and push, ford pauses (Membership). Niced so that
+  // busy-polling coordinators leave the control plane (ZooKeeper, the
+  // detector replicas) room on a small machine.
+  std::unique_ptr<Membership> member;
+  if (real_) {
+    (void)setpriority(PRIO_PROCESS, 0, getpriority(PRIO_PROCESS, 0) + 5);
+    const Logger member_log("litmus.member", o_.verbose ? LogLevel::kInfo : LogLevel::kWarn);
+    auto m = real_->join(cfg, slot, member_log);
+    if (!m) {
+      fprintf(stderr, "compute process %zu: joining the cluster: %s\n", slot, m.status().to_string().c_str());
+      return 14;
+    }
+    member = std::move(*m);
+    pid = cfg.compute_id;
+  }
   auto c = Cluster::connect(cfg, quiet);
   if (!c) {
     fprintf(stderr, "pid %u: connect: %s\n", pid, c.status().to_string().c_str());
@@ -122,6 +156,12 @@ int Driver::child_main(size_t slot, uint16_t pid) {
   if (Status s = cluster.load_directory(); !s) {
     fprintf(stderr, "pid %u: directory: %s\n", pid, s.to_string().c_str());
     return 11;
+  }
+  if (member) {
+    if (Status s = member->attach(cluster.failed_ids()); !s) {
+      fprintf(stderr, "pid %u: failed-ids: %s\n", pid, s.to_string().c_str());
+      return 15;
+    }
   }
   uint64_t seen = 0;
   sp.merge_failed(cluster.failed_ids(), &seen);
@@ -169,25 +209,39 @@ int Driver::child_main(size_t slot, uint16_t pid) {
   // Stop-the-world (ford recovery): a coordinator between transactions
   // parks while a pause is requested; the process acknowledges the pause
   // once all of its coordinators are parked, so none holds a latch.
+  // --detector real: the pause is the FD leader's (<root>/pause, through
+  // the Membership) and is acknowledged through ZooKeeper, once per epoch.
   int parked = 0;
   const int coordinators = static_cast<int>(o_.coordinators);
+  uint64_t acked = 0;
+  auto pause_epoch = [&]() -> uint64_t {
+    return member ? member->pause_requested() : sp.pause_epoch.load(std::memory_order_acquire);
+  };
   auto park = [&](Coordinator& co) {
     ++parked;
-    for (uint32_t epoch; (epoch = sp.pause_epoch.load(std::memory_order_acquire)) != 0;) {
+    for (uint64_t epoch; (epoch = pause_epoch()) != 0;) {
       if (parked == coordinators) {
-        sp.children[slot].parked_epoch.store(epoch, std::memory_order_release);
+        if (!member) {
+          sp.children[slot].parked_epoch.store(static_cast<uint32_t>(epoch), std::memory_order_release);
+        } else if (acked != epoch) {
+          member->ack_pause(epoch);
+          acked = epoch;
+        }
         std::this_thread::sleep_for(std::chrono::microseconds(100));
       }
       co.yield();  // let the others finish their transactions
     }
     --parked;
   };
+  // A false positive of the detector fenced this node: stop (its
+  // transactions were recovered by the FD leader).
+  auto fenced = [&] { return member && member->fenced(); };
   // One worker thread: the coordinators share `seen` and `parked` without a race.
   (*sched)->run([&](Coordinator& co) {
     Rng rng(seed ^ (uint64_t{co.id()} << 32));
     uint64_t counter = 0;
-    while (sp.stop.load(std::memory_order_acquire) == 0) {
-      if (sp.pause_epoch.load(std::memory_order_acquire) != 0) {
+    while (sp.stop.load(std::memory_order_acquire) == 0 && !fenced()) {
+      if (pause_epoch() != 0) {
         park(co);
         continue;
       }
@@ -222,11 +276,29 @@ int Driver::child_main(size_t slot, uint16_t pid) {
       if (!o_.keep_going && sp.violations.load(std::memory_order_relaxed) > 0) break;
     }
   });
+  if (member) {
+    if (member->fenced()) return kChildFencedExit;
+    // Every coordinator is done (the data plane idle for good): leave
+    // cleanly (published, lease released), so the detector does not take
+    // the exit for a crash. (Heartbeats stop first: a detector faster than
+    // the retire may still recover the pid; on shm its fence then kills
+    // this process, which the driver reports at the end with --verbose.)
+    flush_history();
+    if (Status s = member->leave(); !s) {
+      fprintf(stderr, "pid %u: leaving the cluster: %s\n", pid, s.to_string().c_str());
+      return 16;
+    }
+  }
   return 0;
 }
 
 bool Driver::spawn_child(size_t slot) {
-  auto pid = next_pid();
+  // --detector real: the child registers and learns its pid (0 until then).
+  auto pid = real_ ? std::optional<uint16_t>(0) : next_pid();
+  if (real_) {
+    real_->clear_slot(slot);
+    real_->before_fork();  // no ZooKeeper client threads across the fork
+  }
   if (!pid) {
     pids_exhausted_ = true;
     return false;
@@ -313,20 +385,43 @@ int Driver::run(double p_crash, std::optional<CrashPoint> point, double p_recove
   const uint64_t end_ns = start_ns_ + o_.seconds * 1'000'000'000ULL;
   int rc = 0;
   auto handle_exit = [&](Child& c, int status, bool stopping) -> bool {
+    if (real_) c.pid = real_->pid_of(c.slot);  // assigned by the registry in the child
     const int32_t note = sp->children[c.slot].crash_note.load(std::memory_order_acquire);
     const bool crashed = WIFSIGNALED(status) && note >= 0;
     const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    const bool fenced = real_ && WIFEXITED(status) && WEXITSTATUS(status) == kChildFencedExit;
     c.os_pid = -1;
     if (crashed) {
+      if (real_ && o_.verbose) {
+        fprintf(stderr, "pandora-litmus: compute pid %u crashed at %s\n", c.pid,
+                std::string(crash_point_name(static_cast<CrashPoint>(note))).c_str());
+      }
       ++crashes_;
       ++fired_[static_cast<size_t>(note)];
       sp->last_crash.store(note, std::memory_order_release);
       sp->last_crash_ns.store(mono_ns(), std::memory_order_release);
+    } else if (fenced || (real_ && !clean && !stopping && c.pid != 0 && real_->recovery_started(c.pid))) {
+      // Exit 30, or on shm SIGKILLed by the fence (memd kills a fenced id's
+      // live shm clients): the detector declared it failed while it ran.
+      real_->false_positive();
+      fprintf(stderr, "pandora-litmus: compute pid %u was declared failed by the detector while alive (fenced; "
+                      "status %#x)\n",
+              c.pid, status);
     } else if (!clean && !stopping) {
       ++child_errors_;
       fprintf(stderr, "pandora-litmus: compute pid %u ended unexpectedly (status %#x)\n", c.pid, status);
     }
-    if (!clean) {
+    if (!clean && real_) {
+      if (stopping && WIFEXITED(status) && !fenced) {
+        ++child_errors_;
+        fprintf(stderr, "pandora-litmus: compute pid %u failed at the end (exit %d)\n", c.pid, WEXITSTATUS(status));
+      } else if (stopping && !crashed && o_.verbose) {
+        fprintf(stderr, "pandora-litmus: compute pid %u did not leave cleanly at the end (status %#x)\n", c.pid,
+                status);
+      }
+      // The failure detector recovers it; the main loop waits for its record.
+      real_->expect_recovery(c.pid, crashed);
+    } else if (!clean) {
       if (Status s = recover(c.pid); !s) {
         fprintf(stderr, "pandora-litmus: recovery of pid %u: %s\n", c.pid, s.to_string().c_str());
         return false;
@@ -365,6 +460,15 @@ int Driver::run(double p_crash, std::optional<CrashPoint> point, double p_recove
       }
     }
     if (rc) break;
+    if (real_) {
+      auto n = real_->poll(cluster_->failed_ids(), *sp);
+      if (!n) {
+        fprintf(stderr, "pandora-litmus: %s\n", n.status().to_string().c_str());
+        rc = kExitError;
+        break;
+      }
+      recoveries_ += *n;
+    }
     if (pids_exhausted_ && std::none_of(children_.begin(), children_.end(), [](const Child& c) { return c.os_pid > 0; })) {
       break;  // every pid used and every process gone: end early
     }
@@ -383,12 +487,29 @@ int Driver::run(double p_crash, std::optional<CrashPoint> point, double p_recove
         waitpid(c.os_pid, &status, 0);
         break;
       }
+      if (real_) {
+        // Recoveries go on (and ford pauses are acknowledged) meanwhile.
+        if (auto n = real_->poll(cluster_->failed_ids(), *sp)) recoveries_ += *n;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     if (!handle_exit(c, status, true)) rc = kExitError;
   }
   const double seconds = static_cast<double>(mono_ns() - start_ns_) / 1e9;
+  if (real_ && rc == 0) {
+    // Every dead pid recovered by the detector before the final asserts.
+    auto n = real_->wait_all(cluster_->failed_ids(), *sp);
+    if (!n) {
+      fprintf(stderr, "pandora-litmus: %s\n", n.status().to_string().c_str());
+      rc = kExitError;
+    } else {
+      recoveries_ += *n;
+    }
+  }
   if (rc == 0) rc = final_asserts();
+  if (real_) {
+    if (Status s = real_->stop(); !s) fprintf(stderr, "pandora-litmus: stopping ZooKeeper: %s\n", s.to_string().c_str());
+  }
   return report(seconds, rc);
 }
 
@@ -408,6 +529,7 @@ int Driver::report(double seconds, int rc) {
          static_cast<unsigned long long>(children_started_), static_cast<unsigned long long>(crashes_),
          static_cast<unsigned long long>(child_errors_), static_cast<unsigned long long>(recoveries_),
          static_cast<unsigned long long>(leader_crashes_), pids_exhausted_ ? " [pid space exhausted]" : "");
+  if (real_) real_->report();
   if (pauses_ > 0) {
     printf("stop-the-world pauses: %llu, %.1f ms in total, longest %.1f ms\n", static_cast<unsigned long long>(pauses_),
            pause_ms_total_, pause_ms_max_);
@@ -418,7 +540,8 @@ int Driver::report(double seconds, int rc) {
          static_cast<unsigned long long>(sp.rec_rolled_forward.load()),
          static_cast<unsigned long long>(sp.rec_swept.load()));
   const ProtocolMode mode = base_.protocol;
-  const bool recovery_expected = crashes_ > 0;
+  // --detector real: the FD leader's recovery points are not injected (nor counted).
+  const bool recovery_expected = crashes_ > 0 && !real_;
   std::vector<std::string> missing;
   printf("crash points (hits / crashes injected):\n");
   for (size_t i = 0; i < kCrashPointCount; ++i) {
@@ -466,6 +589,14 @@ int Driver::report(double seconds, int rc) {
   if (rc != 0) return rc;
   if (nviol > 0) return kExitViolation;
   if (o_.require_coverage && !missing.empty()) return kExitCoverage;
+  const uint64_t recovered = real_ ? real_->crash_recoveries() : recoveries_;
+  if (recovered < o_.min_recoveries) {
+    printf("coverage: %llu crashed processes recovered%s, fewer than --min-recoveries %llu\n",
+           static_cast<unsigned long long>(recovered), real_ ? " by the failure detector" : "",
+           static_cast<unsigned long long>(o_.min_recoveries));
+    fflush(stdout);
+    return kExitCoverage;
+  }
   return 0;
 }
 

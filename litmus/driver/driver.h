@@ -22,6 +22,10 @@
 // driver runs every instance's assert once more on the quiescent store. Exit 0: no violation; 1: violation; 2: error; 3: a
 // crash point the run had to cover was never hit (--require-coverage).
 //
+// --detector real replaces the recovery leaders and the shared page's
+// failed-ids with the real failure detector (ZooKeeper, Registry, pandora-fd
+// replicas, Membership in every compute process): real_detector.h.
+//
 // Driver::run is the whole run; the driver lives in driver.cc (setup,
 // compute processes, the main loop, final asserts, report) and
 // recovery.cc (recovery leaders, pandora's per-pid recovery and ford's
@@ -48,6 +52,7 @@
 #include "compute/compute_config.h"
 #include "compute/crash_points.h"
 #include "litmus/driver/litmus_spec.h"
+#include "litmus/driver/real_detector.h"
 #include "litmus/driver/shared_page.h"
 #include "memory/local_memd.h"
 
@@ -91,6 +96,17 @@ struct Options {
   bool keep_going = false;
   bool require_coverage = false;
   bool verbose = false;
+  // shared-page: the driver recovers crashed pids itself and publishes them
+  // through the shared page (the fast stand-in, mutation runs); real: the
+  // real failure detector and recovery coordinator (real_detector.h).
+  std::string detector = "shared-page";
+  std::string zookeeper;  // --detector real: this ensemble instead of starting one
+  std::string fd_binary = PANDORA_LITMUS_FD_PATH;
+  uint64_t fd_timeout_us = 200000;
+  std::string fd_logs;  // --detector real: copy the replicas' logs into this directory at the end
+  // Exit 3 unless at least this many crashed pids were recovered (by the
+  // failure detector with --detector real).
+  uint64_t min_recoveries = 0;
 };
 
 // Crash points a run of `mode` can reach at all (coverage accounting).
@@ -140,6 +156,8 @@ class Driver {
   Logger logger_;
   std::optional<LocalMemdCluster> memds_;  // the daemons of a run without --memory-nodes
   std::unique_ptr<Cluster> cluster_;
+  // --detector real (declared after cluster_: stopped before it goes).
+  std::unique_ptr<RealDetector> real_;
   SharedMapping shared_;
   std::vector<Child> children_;
   uint32_t next_pid_ = kDriverPid + 1;

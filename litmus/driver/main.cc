@@ -77,6 +77,27 @@ int litmus_main(int argc, char** argv) {
   opts.add_flag("keep-going", &o.keep_going, "do not stop at the first violation");
   opts.add_flag("require-coverage", &o.require_coverage, "exit 3 if an applicable crash point was never hit");
   opts.add_flag("verbose", &o.verbose, "log every recovery");
+  opts.add_choice("detector", &o.detector, {"shared-page", "real"},
+                  "who recovers crashed compute processes. shared-page: the driver's own recovery leaders, failed "
+                  "pids published through a shared page (fast; the mutation runs). real: a ZooKeeper ensemble (3 "
+                  "servers, or --zookeeper), Registry::init and 3 pandora-fd replicas; compute processes join "
+                  "through the registry (pid, lane slot, heartbeats, failed-ids by watch and push, ford pauses) and "
+                  "the FD leader detects, fences, recovers and publishes every dead pid while the driver waits for "
+                  "its recovery record. With real, the recovery crash points (leader crashes) are not injected: "
+                  "--recovery-crash-probability is ignored and --crash <recovery point> is refused; compute crash "
+                  "points are injected as usual");
+  opts.add_string("zookeeper", &o.zookeeper, "with --detector real: use this ensemble (HOST:PORT,...) instead of "
+                                             "starting one (the run uses its own root /pandora-litmus-<pid>-<ms>)");
+  opts.add_string("fd-binary", &o.fd_binary, "with --detector real: the pandora-fd to start");
+  opts.add_u64("fd-timeout-us", &o.fd_timeout_us,
+               "with --detector real: pandora-fd --timeout-us (a node missed this long by a majority is failed; "
+               "large enough for a loaded Debug/ASan machine)",
+               100, 60000000);
+  opts.add_string("fd-logs", &o.fd_logs, "with --detector real: copy the pandora-fd replicas' logs (fd1.log ...) "
+                                       "into this existing directory at the end");
+  opts.add_u64("min-recoveries", &o.min_recoveries,
+               "exit 3 unless at least this many processes crashed at a crash point and were recovered (by the "
+               "failure detector with --detector real)");
   bool list_points = false;
   opts.add_flag("list-crash-points", &list_points, "print the crash point names and exit");
   std::string msg;
@@ -140,12 +161,19 @@ int litmus_main(int argc, char** argv) {
   std::optional<CrashPoint> point;
   double p_crash = 0, p_recovery = 0;
   const bool cycle = o.crash == "cycle";
+  const bool real = o.detector == "real";
+  if (!real && !o.zookeeper.empty()) return fail("--zookeeper needs --detector real");
   if (o.crash == "random") {
     p_crash = *p;
-    p_recovery = *pr;
+    p_recovery = real ? 0 : *pr;  // real: the FD leader's recovery points are not injected
   } else if (o.crash != "none" && !cycle) {
     point = parse_crash_point(o.crash);
     if (!point) return fail(fmt::format("unknown crash point '{}' (--list-crash-points)", o.crash));
+    if (real && is_recovery_point(*point)) {
+      return fail(fmt::format("--detector real does not inject recovery crash points ('{}' crashes the failure "
+                              "detector's leader, which runs in pandora-fd)",
+                              o.crash));
+    }
     p_crash = *p;
     if (o.crash_nth == 0 && p_crash == 0) return fail("--crash POINT needs --crash-nth or --crash-probability > 0");
   }
