@@ -102,13 +102,26 @@ void Membership::stop_threads() {
 }
 
 Status Membership::leave() {
-  stop_threads();
-  if (registry_->zk().expired()) {
-    auto reg = Registry::open(options_.zk, options_.root, options_.cluster_id, logger_);
-    if (!reg) return reg.status();
-    registry_ = std::move(*reg);
+  // Published while the heartbeats still flow: stopping them first would
+  // let a fast detector take the exit for a crash (and, on shm, fence and
+  // kill this process). Our own pid turning up in failed-ids is expected.
+  leaving_.store(true, std::memory_order_release);
+  {
+    // The caller's failed-ids (its cluster) may be gone already.
+    std::lock_guard<std::mutex> g(ids_mu_);
+    ids_.store(nullptr, std::memory_order_release);
   }
-  return retire_member(*registry_, secret_, record_.pid, 0, std::chrono::milliseconds(2000), /*fence=*/false);
+  Status s;
+  {
+    std::lock_guard<std::mutex> g(reg_mu_);
+    if (registry_->zk().expired()) {
+      auto reg = Registry::open(options_.zk, options_.root, options_.cluster_id, logger_);
+      if (reg) registry_ = std::move(*reg);
+    }
+    s = retire_member(*registry_, secret_, record_.pid, 0, std::chrono::milliseconds(2000), /*fence=*/false);
+  }
+  stop_threads();
+  return s;
 }
 
 Status Membership::attach(FailedIds& ids) {
@@ -166,8 +179,12 @@ void Membership::on_fenced(std::function<void()> f) {
 
 void Membership::learn(uint16_t pid, bool by_push) {
   if (by_push) pushes_.fetch_add(1, std::memory_order_relaxed);
-  if (FailedIds* ids = ids_.load(std::memory_order_acquire)) ids->add(pid);
-  if (pid == record_.pid && !fenced_.exchange(true, std::memory_order_acq_rel)) {
+  {
+    std::lock_guard<std::mutex> g(ids_mu_);  // leave() may detach the set
+    if (FailedIds* ids = ids_.load(std::memory_order_acquire)) ids->add(pid);
+  }
+  if (pid == record_.pid && !leaving_.load(std::memory_order_acquire) &&
+      !fenced_.exchange(true, std::memory_order_acq_rel)) {
     logger_.error("this node (pid {}) was declared failed and fenced by the failure detector", pid);
     std::function<void()> f;
     {
@@ -199,8 +216,11 @@ void Membership::refresh_recycle() {
   // Drop the pids before acknowledging: once every member has, they may be
   // issued again, and a latch of the new owner must not look stray here.
   recycling_ = r->pids;
-  if (FailedIds* ids = ids_.load(std::memory_order_acquire)) {
-    for (uint16_t p : r->pids) ids->remove(p);
+  {
+    std::lock_guard<std::mutex> g(ids_mu_);
+    if (FailedIds* ids = ids_.load(std::memory_order_acquire)) {
+      for (uint16_t p : r->pids) ids->remove(p);
+    }
   }
   if (Status s = registry_->ack_recycle(record_.pid, r->generation); !s) {
     logger_.warn("acknowledging pid recycling {}: {} (retrying)", r->generation, s.to_string());

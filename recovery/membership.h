@@ -64,7 +64,8 @@ class Membership {
   // Called once (on an internal thread) when fenced() turns true.
   void on_fenced(std::function<void()> f);
 
-  // Leaves the cluster cleanly: stops heartbeats, then publishes this pid
+  // Leaves the cluster cleanly (the failed-ids given to attach() are not
+  // touched from here on, so they may be gone): publishes this pid
   // (retired: never issued again until recycled) and releases its lane
   // slot, so the detector does not take the exit for a crash. Not fenced:
   // call only with no transaction in flight and the data connections
@@ -108,8 +109,10 @@ class Membership {
   MemberRecord record_;
   std::string secret_;
   std::unique_ptr<FdLink> link_;
+  std::mutex ids_mu_;  // learn() / refresh_recycle() use of ids_ vs. leave() detaching it
   std::atomic<FailedIds*> ids_{nullptr};
   std::atomic<bool> fenced_{false};
+  std::atomic<bool> leaving_{false};  // leave() publishes our own pid
   std::atomic<uint64_t> pushes_{0};
   std::mutex mu_;
   std::condition_variable cv_;
