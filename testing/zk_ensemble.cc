@@ -121,10 +121,11 @@ Status ZkEnsemble::start() {
   // From here on stop() has something to clean up, even if start fails
   // half-way (the script stops what it started, but a timeout kill does not).
   started_ = true;
-  Status s = run_script({"start", "--dir", dir_, "--servers", std::to_string(options_.servers), "--tick-ms",
-                         std::to_string(options_.tick_ms), "--wait-s", std::to_string(options_.wait_s),
-                         "--exit-with-pid", std::to_string(getpid())},
-                        options_.wait_s + 60, nullptr);
+  std::vector<std::string> args = {"start", "--dir", dir_, "--servers", std::to_string(options_.servers), "--tick-ms",
+                                   std::to_string(options_.tick_ms), "--wait-s", std::to_string(options_.wait_s),
+                                   "--exit-with-pid", std::to_string(getpid())};
+  if (!options_.fsync) args.push_back("--no-fsync");
+  Status s = run_script(args, options_.wait_s + 60, nullptr);
   start_duration_ = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
   if (!s) {
     (void)stop();

@@ -26,6 +26,10 @@ struct ZkEnsembleOptions {
   int tick_ms = 100;
   // How long start() lets the script wait for a leader.
   int wait_s = 60;
+  // fsync the transaction log (as deployed). Tests leave it off: on a
+  // shared 2-core machine an fsync stalled writes past 5 s (a test's
+  // subject is Pandora's logic, not ZooKeeper's durability).
+  bool fsync = false;
 };
 
 class ZkEnsemble {

@@ -48,6 +48,10 @@ Options:
   --servers N          number of servers (start)                          [3]
   --tick-ms MS         ZooKeeper tickTime (start)                         [100]
   --wait-s S           start/restart: wait this long for a leader         [60]
+  --no-fsync           start: forceSync=no, the transaction log is written
+                       but not fsynced (tests on a shared machine, where an
+                       fsync can stall for seconds; never for measurements
+                       or real use)
   --exit-with-pid PID  start: a watchdog stops the ensemble when PID ends
   --server I           kill/restart: which server (1..N)
   --keep-data          stop: keep DIR/zk<i>/ (default: remove them)
@@ -57,6 +61,7 @@ Needs java and the 'zookeeper' package (deploy/setup.sh installs both).
 USAGE
 }
 
+force_sync=yes
 die() { echo "zookeeper.sh: error: $*" >&2; exit 1; }
 say() { echo "zookeeper.sh: $*"; }
 
@@ -87,6 +92,7 @@ while [[ $# -gt 0 ]]; do
     --exit-with-pid) need_value "$@"; exit_with_pid="$2"; shift 2 ;;
     --server) need_value "$@"; server="$2"; shift 2 ;;
     --keep-data) keep_data=1; shift ;;
+    --no-fsync) force_sync=no; shift ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown option '$1'" ;;
   esac
@@ -356,6 +362,7 @@ maxClientCnxns=0
 admin.enableServer=false
 4lw.commands.whitelist=srvr,ruok,mntr,stat
 autopurge.purgeInterval=0
+forceSync=$force_sync
 quorumListenOnAllIPs=false
 ${server_lines}
 CFG

@@ -92,6 +92,23 @@ TEST(RegistryRecords, FirstFitLeasesReuseFreedRuns) {
   EXPECT_EQ(round->leases[2].pid, 3);
 }
 
+// Registration as Membership::join does it: an answer lost to a ZooKeeper
+// timeout is retried, and a registration that did apply is found again by
+// its incarnation (so it is not made twice).
+Result<MemberRecord> register_retrying(Registry& reg, const MemberRecord& want, uint32_t lanes) {
+  Result<MemberRecord> m = Status(Errc::kUnavailable, "not tried");
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    m = reg.register_member(want, lanes);
+    if (m || m.status().code() != Errc::kUnavailable) return m;
+    if (auto all = reg.members()) {
+      for (const MemberRecord& r : *all) {
+        if (r.incarnation == want.incarnation) return r;
+      }
+    }
+  }
+  return m;
+}
+
 // One ensemble and two memory daemons for every ZooKeeper test of this
 // process (ctest runs each test in its own process).
 class RegistryZkTest : public ::testing::Test {
@@ -225,11 +242,20 @@ TEST_F(RegistryZkTest, ThousandsOfComputeLifetimesRunOnADefaultLogArea) {
   const uint32_t lanes = ComputeConfig{.threads = 1, .coordinators = 64}.lanes_needed();
   uint16_t last_pid = leader->pid;
   for (int i = 0; i < kLifetimes; ++i) {
-    auto m = (*reg)->register_member(MemberRecord{}, lanes);
+    // As Membership::join and the FD leader do: an answer lost to a
+    // ZooKeeper timeout is retried, a registration that did apply is found
+    // again by its incarnation.
+    MemberRecord want;
+    want.incarnation = static_cast<uint64_t>(i) + 1;
+    Result<MemberRecord> m = register_retrying(**reg, want, lanes);
     ASSERT_TRUE(m) << "lifetime " << i << ": " << m.status().to_string();
     ASSERT_GT(m->pid, last_pid) << "a pid was re-issued";
     last_pid = m->pid;
-    auto rec = coord.recover(m->pid, 0);
+    Result<RecoveryRecord> rec = Status(Errc::kUnavailable, "not tried");
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      rec = coord.recover(m->pid, 0);  // idempotent: a re-run after a timeout is safe
+      if (rec || rec.status().code() != Errc::kUnavailable) break;
+    }
     ASSERT_TRUE(rec) << "lifetime " << i << ": " << rec.status().to_string();
     ASSERT_EQ(rec->step, RecoveryStep::kDone);
   }
@@ -295,7 +321,9 @@ TEST_F(RegistryZkTest, PidsAreRecycledInATinyPidSpace) {
   std::map<uint16_t, int> issued;  // pid -> times issued
   uint32_t recycles = 0, released = 0;
   for (int i = 0; i < 40; ++i) {
-    auto m = (*reg)->register_member(MemberRecord{}, 2);
+    MemberRecord want;
+    want.incarnation = static_cast<uint64_t>(i) + 1;
+    auto m = register_retrying(**reg, want, 2);
     ASSERT_TRUE(m) << "lifetime " << i << ": " << m.status().to_string();
     ++issued[m->pid];
     // The node runs: its own session logs in and writes (a re-issued pid
