@@ -613,7 +613,9 @@ class FailoverTest : public ::testing::Test {
 TEST_F(FailoverTest, CrashLoop) {
   constexpr int kKills = 8;
   constexpr int kComputes = 3;
-  constexpr auto kLifetime = 12s;
+  // Long enough that survivors outlive a slow recovery (seconds on a
+  // stalled machine) with time left to show they commit again.
+  constexpr auto kLifetime = 20s;
   ASSERT_NO_FATAL_FAILURE(start_cluster());
   ASSERT_NO_FATAL_FAILURE(start_fds(kFdTimeoutUs));
   const uint64_t seed = 0xC0FFEE;
