@@ -148,13 +148,7 @@ Status Membership::attach_once(FailedIds& ids) {
   // recycle state first (pids being recycled are not added), then failed/.
   // A recycle that starts after this read is handled by the watcher, which
   // drops its pids and acknowledges.
-  auto rec = registry_->watch_recycle([this] {
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      recycle_changed_ = true;
-    }
-    cv_.notify_all();
-  });
+  auto rec = registry_->watch_recycle(raiser(&recycle_changed_));
   if (!rec) return rec.status();
   auto failed = registry_->failed();
   if (!failed) return failed.status();
@@ -195,14 +189,18 @@ void Membership::learn(uint16_t pid, bool by_push) {
   }
 }
 
-void Membership::refresh_recycle() {
-  auto r = registry_->watch_recycle([this] {
+std::function<void()> Membership::raiser(bool* flag) {
+  return [this, flag] {
     {
       std::lock_guard<std::mutex> g(mu_);
-      recycle_changed_ = true;
+      *flag = true;
     }
     cv_.notify_all();
-  });
+  };
+}
+
+void Membership::refresh_recycle() {
+  auto r = registry_->watch_recycle(raiser(&recycle_changed_));
   if (!r) {
     logger_.warn("reading the pid recycling state: {}", r.status().to_string());
     std::lock_guard<std::mutex> g(mu_);
@@ -233,13 +231,7 @@ void Membership::refresh_recycle() {
 }
 
 void Membership::refresh_failed() {
-  auto failed = registry_->watch_failed([this] {
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      failed_changed_ = true;
-    }
-    cv_.notify_all();
-  });
+  auto failed = registry_->watch_failed(raiser(&failed_changed_));
   if (!failed) {
     logger_.warn("reading failed-ids from ZooKeeper: {} (pushes still arrive)", failed.status().to_string());
     std::lock_guard<std::mutex> g(mu_);
@@ -254,13 +246,7 @@ void Membership::refresh_failed() {
 
 void Membership::refresh_replicas() {
   if (!link_) return;
-  auto reps = registry_->watch_replicas([this] {
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      replicas_changed_ = true;
-    }
-    cv_.notify_all();
-  });
+  auto reps = registry_->watch_replicas(raiser(&replicas_changed_));
   if (!reps) {
     logger_.warn("reading the FD replicas from ZooKeeper: {}", reps.status().to_string());
     std::lock_guard<std::mutex> g(mu_);
@@ -281,13 +267,7 @@ void Membership::ack_pause(uint64_t epoch) {
 }
 
 void Membership::refresh_pause() {
-  auto epoch = registry_->watch_pause([this] {
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      pause_changed_ = true;
-    }
-    cv_.notify_all();
-  });
+  auto epoch = registry_->watch_pause(raiser(&pause_changed_));
   if (!epoch) {
     logger_.warn("reading the pause state from ZooKeeper: {}", epoch.status().to_string());
     std::lock_guard<std::mutex> g(mu_);

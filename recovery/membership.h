@@ -97,6 +97,9 @@ class Membership {
   void refresh_replicas();
   void refresh_pause();
   void refresh_recycle();
+  // A watch callback: raises *flag (one of the *_changed_ below) and wakes
+  // the watcher thread.
+  std::function<void()> raiser(bool* flag);
 
   // A new ZooKeeper session after the old one expired (watches re-armed,
   // acknowledgements re-sent by the flags it raises). Watcher thread.

@@ -31,6 +31,13 @@ RecoveryCoordinator::RecoveryCoordinator(Registry& registry, Cluster& cluster, R
 
 Status fence_at_every_memory_node(const ClusterRecord& cluster, const std::string& secret, uint16_t pid,
                                   std::chrono::milliseconds timeout) {
+  return at_every_memory_node(cluster, secret, timeout, fmt::format("fencing pid {}", pid),
+                              [pid](ControlClient& ctl) { return ctl.fence(pid); });
+}
+
+Status at_every_memory_node(const ClusterRecord& cluster, const std::string& secret,
+                            std::chrono::milliseconds timeout, std::string_view what,
+                            const std::function<Status(ControlClient&)>& op) {
   ClientIdentity admin;
   admin.cluster_id = cluster.cluster_id;
   admin.secret = secret;
@@ -38,11 +45,8 @@ Status fence_at_every_memory_node(const ClusterRecord& cluster, const std::strin
   admin.compute_id = 0;
   for (const Endpoint& ep : cluster.memory_nodes) {
     auto ctl = ControlClient::connect(ep, admin, timeout);
-    if (!ctl) return Status(ctl.status().code(), fmt::format("fencing pid {} at {}: {}", pid, ep.to_string(),
-                                                             ctl.status().message()));
-    if (Status s = (*ctl)->fence(pid); !s) {
-      return Status(s.code(), fmt::format("fencing pid {} at {}: {}", pid, ep.to_string(), s.message()));
-    }
+    Status s = ctl ? op(**ctl) : ctl.status();
+    if (!s) return Status(s.code(), fmt::format("{} at {}: {}", what, ep.to_string(), s.message()));
   }
   return Status::ok();
 }

@@ -33,6 +33,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <string_view>
 #include <memory>
 #include <span>
 #include <vector>
@@ -68,6 +69,13 @@ struct RecoveryCoordinatorOptions {
 
 // Sends the authenticated FailedPush for `pids` to `to` (the detector's).
 using FailedPusher = std::function<void(std::span<const Endpoint> to, std::span<const uint16_t> pids)>;
+
+// Runs `op` on an admin control session to every memory node of the
+// cluster record, in order; the first failure stops it, its message naming
+// `what` and the node.
+Status at_every_memory_node(const ClusterRecord& cluster, const std::string& secret,
+                            std::chrono::milliseconds timeout, std::string_view what,
+                            const std::function<Status(ControlClient&)>& op);
 
 // Fences `pid` at every memory node of the cluster record (admin sessions).
 Status fence_at_every_memory_node(const ClusterRecord& cluster, const std::string& secret, uint16_t pid,

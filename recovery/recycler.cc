@@ -8,6 +8,7 @@
 #include "common/latch.h"
 #include "common/transport/client.h"
 #include "recovery/latch_scan.h"
+#include "recovery/recovery_coordinator.h"
 
 namespace pandora {
 
@@ -21,19 +22,8 @@ uint64_t us_since(Clock::time_point t) {
 
 Status unfence_everywhere(const ClusterRecord& cluster, const std::string& secret, uint16_t pid,
                           std::chrono::milliseconds timeout) {
-  ClientIdentity admin;
-  admin.cluster_id = cluster.cluster_id;
-  admin.secret = secret;
-  admin.role = wire::Role::kAdmin;
-  for (const Endpoint& ep : cluster.memory_nodes) {
-    auto ctl = ControlClient::connect(ep, admin, timeout);
-    if (!ctl) return Status(ctl.status().code(), fmt::format("unfencing pid {} at {}: {}", pid, ep.to_string(),
-                                                             ctl.status().message()));
-    if (Status s = (*ctl)->unfence(pid); !s) {
-      return Status(s.code(), fmt::format("unfencing pid {} at {}: {}", pid, ep.to_string(), s.message()));
-    }
-  }
-  return Status::ok();
+  return at_every_memory_node(cluster, secret, timeout, fmt::format("unfencing pid {}", pid),
+                              [pid](ControlClient& ctl) { return ctl.unfence(pid); });
 }
 
 }  // namespace

@@ -72,6 +72,27 @@ Result<uint16_t> parse_pid_name(std::string_view name) {
   return static_cast<uint16_t>(*v);
 }
 
+// "3,17,42" <-> pids (every pid in 1..65535).
+std::string pid_list(const std::vector<uint16_t>& pids) {
+  std::string s;
+  for (uint16_t p : pids) s += (s.empty() ? "" : ",") + std::to_string(p);
+  return s;
+}
+
+Result<std::vector<uint16_t>> parse_pid_list(std::string_view v) {
+  std::vector<uint16_t> out;
+  size_t pos = 0;
+  while (pos < v.size()) {
+    size_t c = v.find(',', pos);
+    if (c == std::string_view::npos) c = v.size();
+    auto pid = parse_pid_name(v.substr(pos, c - pos));
+    if (!pid) return pid.status();
+    out.push_back(*pid);
+    pos = c + 1;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string_view member_role_name(MemberRole r) { return r == MemberRole::kFd ? "fd" : "compute"; }
@@ -230,11 +251,7 @@ Result<RecoveryRecord> decode_recovery_record(std::string_view text) {
 
 std::string encode_alloc_record(const AllocRecord& r) {
   std::string s = fmt::format("next_pid={}\npid_limit={}\n", r.next_pid, r.pid_limit);
-  if (!r.reuse.empty()) {
-    std::string pids;
-    for (uint16_t p : r.reuse) pids += (pids.empty() ? "" : ",") + std::to_string(p);
-    s += "reuse=" + pids + "\n";
-  }
+  if (!r.reuse.empty()) s += "reuse=" + pid_list(r.reuse) + "\n";
   for (const Lease& l : r.leases) s += fmt::format("lease={},{}\n", slot_text(l.slot), l.pid);
   return s;
 }
@@ -253,15 +270,9 @@ Result<AllocRecord> decode_alloc_record(std::string_view text) {
       if (!x || *x == 0) return Status(Errc::kCorrupt, "alloc record: bad pid_limit");
       r.pid_limit = static_cast<uint32_t>(*x);
     } else if (k == "reuse") {
-      size_t pos = 0;
-      while (pos < v.size()) {
-        size_t c = v.find(',', pos);
-        if (c == std::string::npos) c = v.size();
-        auto pid = parse_u64(std::string_view(v).substr(pos, c - pos), "reuse pid", 65535);
-        if (!pid || *pid == 0) return Status(Errc::kCorrupt, "alloc record: bad reuse list");
-        r.reuse.push_back(static_cast<uint16_t>(*pid));
-        pos = c + 1;
-      }
+      auto pids = parse_pid_list(v);
+      if (!pids) return Status(Errc::kCorrupt, "alloc record: bad reuse list: " + pids.status().message());
+      r.reuse = std::move(*pids);
     } else if (k == "lease") {
       const size_t c = v.rfind(',');
       if (c == std::string::npos) return Status(Errc::kCorrupt, fmt::format("alloc record: bad lease '{}'", v));
@@ -517,9 +528,7 @@ Status Registry::finish_recovery(const RecoveryRecord& r) {
 }
 
 Status Registry::begin_pause(uint64_t epoch, const std::vector<uint16_t>& failed) {
-  std::string pids;
-  for (uint16_t p : failed) pids += (pids.empty() ? "" : ",") + std::to_string(p);
-  const std::string data = fmt::format("epoch={}\nfailed={}\n", epoch, pids);
+  const std::string data = fmt::format("epoch={}\nfailed={}\n", epoch, pid_list(failed));
   auto created = zk_->create(path("pause"), data);
   if (created) return Status::ok();
   if (created.status().code() != Errc::kAlreadyExists) return created.status();
@@ -575,14 +584,6 @@ Status Registry::ack_pause(uint16_t pid, uint64_t epoch) {
   return created.status();
 }
 
-namespace {
-std::string pid_list(const std::vector<uint16_t>& pids) {
-  std::string s;
-  for (uint16_t p : pids) s += (s.empty() ? "" : ",") + std::to_string(p);
-  return s;
-}
-}  // namespace
-
 Status Registry::begin_recycle(const Recycle& r) {
   const std::string data = fmt::format("generation={}\npids={}\n", r.generation, pid_list(r.pids));
   auto created = zk_->create(path("recycle"), data);
@@ -620,15 +621,9 @@ Result<Registry::Recycle> Registry::watch_recycle(std::function<void()> on_chang
       if (!g) return g.status();
       r.generation = *g;
     } else if (k == "pids") {
-      size_t pos = 0;
-      while (pos < v.size()) {
-        size_t c = v.find(',', pos);
-        if (c == std::string::npos) c = v.size();
-        auto pid = parse_pid_name(std::string_view(v).substr(pos, c - pos));
-        if (!pid) return pid.status();
-        r.pids.push_back(*pid);
-        pos = c + 1;
-      }
+      auto pids = parse_pid_list(v);
+      if (!pids) return pids.status();
+      r.pids = std::move(*pids);
     }
   }
   return r;

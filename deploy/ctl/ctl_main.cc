@@ -176,10 +176,8 @@ class Ctl {
   int fence(uint16_t pid) {
     auto reg = open();
     if (!reg) return fail(reg.status());
-    for (const Endpoint& ep : (*reg)->cluster().memory_nodes) {
-      auto ctl = ControlClient::connect(ep, admin(), std::chrono::seconds(5));
-      if (!ctl) return fail(Status(ctl.status().code(), fmt::format("{}: {}", ep.to_string(), ctl.status().message())));
-      if (Status s = (*ctl)->fence(pid); !s) return fail(s);
+    if (Status s = fence_at_every_memory_node((*reg)->cluster(), secret_, pid, std::chrono::seconds(5)); !s) {
+      return fail(s);
     }
     fmt::print("pid {} fenced at {} memory node(s)\n", pid, (*reg)->cluster().memory_nodes.size());
     return 0;
