@@ -49,10 +49,33 @@ uint64_t detected_realtime_ns(uint64_t detected_mono_ns) {
 
 // Watch callbacks only raise flags (a synchronous ZooKeeper call inside a
 // callback would block the client's own thread); the main loop re-reads.
+// wait() paces a loop that has nothing to do: it returns when a flag is
+// raised or after the limit, never at once because of a standing state (a
+// replica that paced itself on wait_failed() spun at 100% CPU, at nice
+// -10, while any failed node stayed watched: it starved ZooKeeper and the
+// compute nodes of a 2-core machine into false suspicions).
 struct Flags {
   std::atomic<bool> members{true};
   std::atomic<bool> replicas{true};
   std::atomic<bool> election{true};
+
+  void raise(std::atomic<bool>& flag) {
+    flag = true;
+    std::lock_guard<std::mutex> g(mu);
+    ++raised;
+    cv.notify_all();
+  }
+  void wait(std::chrono::milliseconds limit) {
+    std::unique_lock<std::mutex> g(mu);
+    const uint64_t seen = waited;
+    cv.wait_for(g, limit, [&] { return raised != seen; });
+    waited = raised;
+  }
+
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t raised = 0;  // raise() calls so far
+  uint64_t waited = 0;  // raise() calls wait() has returned for
 };
 
 // The leader's state: its own data-plane identity and the coordinator.
@@ -142,7 +165,7 @@ class Replica {
       } else {
         // Not the leader: the detector still runs (its suspicions count
         // towards the leader's majority); this only paces the loop.
-        (void)detector_->wait_failed(std::chrono::milliseconds(20));
+        flags_.wait(std::chrono::milliseconds(20));
       }
     }
     return 0;
@@ -151,7 +174,7 @@ class Replica {
  private:
   // Each refresh returns false when ZooKeeper did not answer (retried later).
   bool refresh_replicas() {
-    auto reps = registry_->watch_replicas([this] { flags_.replicas = true; });
+    auto reps = registry_->watch_replicas([this] { flags_.raise(flags_.replicas); });
     if (!reps) {
       log_.warn("reading FD replicas: {}", reps.status().to_string());
       flags_.replicas = true;
@@ -164,7 +187,7 @@ class Replica {
   }
 
   bool refresh_members() {
-    auto pids = registry_->watch_members([this] { flags_.members = true; });
+    auto pids = registry_->watch_members([this] { flags_.raise(flags_.members); });
     if (!pids) {
       log_.warn("reading registered compute nodes: {}", pids.status().to_string());
       flags_.members = true;
@@ -172,9 +195,24 @@ class Replica {
     }
     std::set<uint16_t> now;
     std::map<uint16_t, MemberRecord> records;
+    bool complete = true;
+    // A read that fails leaves the member as it was: unwatching a live node
+    // on a ZooKeeper hiccup would blind the detector to its crash until the
+    // next successful refresh (seen as crash -> detected in 1 s instead of
+    // the timeout).
+    auto keep_as_before = [&](uint16_t p) {
+      complete = false;
+      if (watched_.count(p)) now.insert(p);
+      std::lock_guard<std::mutex> g(members_mu_);
+      if (auto it = members_.find(p); it != members_.end()) records[p] = it->second;
+    };
     for (uint16_t p : *pids) {
       auto m = registry_->member(p);
-      if (!m || !*m) continue;
+      if (!m) {
+        keep_as_before(p);
+        continue;
+      }
+      if (!*m) continue;  // gone between the two reads: published or left
       records[p] = **m;
       if ((*m)->role != MemberRole::kCompute) continue;  // FD leaders send no heartbeats
       if (!(*m)->push) {
@@ -185,8 +223,11 @@ class Replica {
         // between the two reads, that read shows it (a watch armed after
         // the change would never fire).
         auto again = registry_->zk().watch_get(registry_->path(fmt::format("compute/{}", p)),
-                                               [this] { flags_.members = true; });
-        if (!again) continue;
+                                               [this] { flags_.raise(flags_.members); });
+        if (!again) {
+          if (again.status().code() != Errc::kNotFound) keep_as_before(p);
+          continue;
+        }
         auto fresh = decode_member_record(again->data);
         if (!fresh || !fresh->push) continue;
         records[p] = *fresh;
@@ -194,17 +235,25 @@ class Replica {
       now.insert(p);
     }
     for (uint16_t p : now) {
-      if (!watched_.count(p)) detector_->watch(wire::SenderKind::kCompute, p);
+      if (watched_.count(p)) continue;
+      detector_->watch(wire::SenderKind::kCompute, p);
+      log_.info("watching compute node {}", p);
     }
     for (uint16_t p : watched_) {
-      if (!now.count(p)) detector_->unwatch(wire::SenderKind::kCompute, p);
+      if (now.count(p)) continue;
+      detector_->unwatch(wire::SenderKind::kCompute, p);
+      log_.info("no longer watching compute node {} (its registration is gone)", p);
     }
     watched_ = std::move(now);
     {
       std::lock_guard<std::mutex> g(members_mu_);
       members_ = std::move(records);
     }
-    return true;
+    if (!complete) {
+      log_.warn("reading registered compute nodes: some records could not be read (retrying)");
+      flags_.members = true;
+    }
+    return complete;
   }
 
   // The members as last read (the recovery coordinator's push targets and
@@ -248,7 +297,7 @@ class Replica {
     }
     // Watch only the predecessor (no herd effect when the leader dies).
     auto exists = registry_->zk().watch_exists(registry_->path("fd/election/" + *(me - 1)),
-                                               [this] { flags_.election = true; });
+                                               [this] { flags_.raise(flags_.election); });
     if (!exists || !*exists) flags_.election = true;
     return exists.is_ok();
   }
@@ -260,7 +309,7 @@ class Replica {
     if (!lead_->coordinator) {
       if (Status s = become_leader(); !s) {
         log_.warn("leader set-up: {} (retrying)", s.to_string());
-        (void)detector_->wait_failed(std::chrono::milliseconds(200));
+        flags_.wait(std::chrono::milliseconds(200));
         return 0;
       }
     }
@@ -268,14 +317,21 @@ class Replica {
       if (Status s = lead_->coordinator->resume(lead_->member->pid()); !s) {
         log_.warn("resuming recoveries: {} (retrying)", s.to_string());
         drop_data_plane_if_broken(s);
-        (void)detector_->wait_failed(std::chrono::milliseconds(100));
+        flags_.wait(std::chrono::milliseconds(100));
         return 0;
       }
       lead_->resumed = true;
     }
     maybe_recycle();
     for (const fd::FailedNode& f : detector_->wait_failed(std::chrono::milliseconds(20))) {
-      if (f.kind != wire::SenderKind::kCompute) continue;  // memory-node failures: not handled yet
+      if (f.kind != wire::SenderKind::kCompute) {
+        // Memory-node fail-over does not exist yet: say so once, and stop
+        // watching it (a failure left watched is reported on every call).
+        log_.error("memory node {} missed by a majority of replicas: memory-node fail-over is not implemented",
+                   f.id);
+        detector_->unwatch(f.kind, f.id);
+        continue;
+      }
       const uint16_t pid = static_cast<uint16_t>(f.id);
       log_.info("pid {} missed by a majority of replicas: recovering", pid);
       const std::optional<MemberRecord> known = known_member(pid);

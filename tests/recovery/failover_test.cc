@@ -21,6 +21,9 @@
 // copies on its replicas, and every latch still held belongs to a pid this
 // test killed (a stray latch: failed-ids makes it stealable), never to a
 // live process or one that left cleanly.
+#include <iterator>
+#include <sstream>
+#include <fstream>
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -948,6 +951,78 @@ TEST_F(FailoverTest, FalsePositiveIsFenced) {
   EXPECT_EQ(*next_rc, 0) << next.proc->tail();
   ASSERT_NO_FATAL_FAILURE(expect_registry_clean({v.pid, next.pid}));
   ASSERT_NO_FATAL_FAILURE(expect_memory_consistent("after a new process ran"));
+}
+
+// CPU seconds (user + system) process `pid` has used so far.
+double cpu_seconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Fields after the command name (which may hold spaces) start after ')'.
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(stat.substr(close + 2));
+  std::string field;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// A failure the leader cannot recover yet (here: no tables, so it has no
+// data plane) stays watched by every replica until it is handled. The
+// replicas must wait for it, not spin: replicas that paced their loop on
+// the detector's failed set burnt a core each at nice -10 and starved a
+// 2-core machine's ZooKeeper and compute nodes into false suspicions.
+TEST_F(FailoverTest, ReplicasStayIdleWhileAFailureAwaitsRecovery) {
+  LocalClusterOptions o;
+  o.fd_binary = PANDORA_FAILOVER_FD;
+  o.ctl_binary = PANDORA_FAILOVER_CTL;
+  o.bench_binary = PANDORA_FAILOVER_BENCH;
+  o.memd_binary = PANDORA_FAILOVER_MEMD;
+  cluster_ = std::make_unique<LocalCluster>(o);
+  Status s = cluster_->start();
+  ASSERT_TRUE(s) << s.to_string();
+  t0_ = Clock::now();
+  ASSERT_NO_FATAL_FAILURE(start_fds(200000));
+  // A compute node that registers and never heartbeats.
+  MemberRecord ghost;
+  ghost.role = MemberRole::kCompute;
+  ghost.push = Endpoint{"127.0.0.1", 9};
+  ghost.incarnation = 1;
+  auto reg_result = reg().register_member(ghost, 2);
+  ASSERT_TRUE(reg_result) << reg_result.status().to_string();
+  const std::string failed_line = fmt::format("compute node {} failed", reg_result->pid);
+  ASSERT_TRUE(wait_until(60s, [&] {
+    for (const auto& [id, fd] : fds_) {
+      if (fd->output().find(failed_line) == std::string::npos) return false;
+    }
+    return true;
+  })) << "the replicas did not all declare pid " << reg_result->pid << " failed";
+  for (const auto& [id, fd] : fds_) ASSERT_TRUE(fd->running()) << fd->tail();
+
+  const auto w0 = Clock::now();
+  std::map<uint32_t, double> before;
+  for (const auto& [id, fd] : fds_) before[id] = cpu_seconds(fd->pid());
+  std::this_thread::sleep_for(2s);  // a measurement window, not a wait for an event
+  const double wall = std::chrono::duration<double>(Clock::now() - w0).count();
+  double cores = 0;
+  std::string each;
+  for (const auto& [id, fd] : fds_) {
+    const double c = (cpu_seconds(fd->pid()) - before[id]) / wall;
+    cores += c;
+    each += fmt::format(" replica {}: {:.3f}", id, c);
+  }
+  fprintf(stderr, "[%s] 3 replicas with pid %u failed and unrecoverable: %.3f cores over %.1f s (%s)\n",
+          seconds_since(t0_).c_str(), reg_result->pid, cores, wall, each.c_str());
+  // Spinning replicas use a core each (or all the machine has); idle ones,
+  // even under ASan with 10 ms ticks, a few percent.
+  EXPECT_LT(cores, 0.5) << "the FD replicas spin while a failure awaits recovery";
+  // Still not recovered (nothing could be), and still waiting for it.
+  auto rec = zk_read([&](Registry& r) { return r.recovery(reg_result->pid); });
+  ASSERT_TRUE(rec);
+  EXPECT_FALSE(rec->has_value() && (*rec)->step == RecoveryStep::kDone);
 }
 
 }  // namespace
