@@ -225,6 +225,10 @@ int run_bench(const BenchConfig& cfg_in) {
       fail(m);
       return 1;
     }
+    if (before->stray_latches > 0) {
+      fmt::print("{} stray latch(es) of recovered compute nodes found; the next transaction to meet each steals it\n",
+                 before->stray_latches);
+    }
     baseline = before->value;
     summary.invariant_before = baseline;
   }

@@ -7,7 +7,9 @@
 //   * a key stored twice on one node, or with a wrong number of copies,
 //   * replicas whose version or value differ from each other,
 //   * a latch still held (nothing may be latched once every coordinator has
-//     finished: a held latch is a leak or a crashed transaction),
+//     finished: a held latch is a leak or a crashed transaction), unless
+//     its pid is in the cluster's failed-ids: that one is a recovered
+//     node's stray latch, stealable, and only counted (Audit::stray_latches),
 //   * a slot whose length field disagrees with the table's value size.
 // Only valid while nothing else writes the tables (before or after a run).
 //
