@@ -1,8 +1,10 @@
 #include "common/heartbeat_sender.h"
 
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -49,6 +51,9 @@ HeartbeatSender::~HeartbeatSender() { stop(); }
 
 Status HeartbeatSender::start() {
   if (options_.period.count() <= 0) return Status(Errc::kInvalidArgument, "heartbeat period must be positive");
+  if (options_.nice < -20 || options_.nice > 19) {
+    return Status(Errc::kInvalidArgument, fmt::format("heartbeat thread nice {} is outside -20..19", options_.nice));
+  }
   if (options_.kind != wire::SenderKind::kReplica && options_.id > 0xffff) {
     return Status(Errc::kInvalidArgument, fmt::format("heartbeat sender id {} exceeds 65535", options_.id));
   }
@@ -102,7 +107,13 @@ HeartbeatSenderStats HeartbeatSender::stats() const {
 
 void HeartbeatSender::run() {
   using Clock = std::chrono::steady_clock;
+  // On Linux a thread's nice value is per thread (its tid names it).
+  const bool raised = ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), options_.nice) == 0;
+  if (!raised) {
+    log_.debug("heartbeat thread keeps its priority (nice {} refused: {})", options_.nice, std::strerror(errno));
+  }
   std::unique_lock lock(mu_);
+  stats_.priority_raised = raised;
   Clock::time_point next = Clock::now();
   while (!stopping_) {
     send_round();

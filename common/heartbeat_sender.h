@@ -32,12 +32,19 @@ struct HeartbeatSenderOptions {
   wire::SenderKind kind = wire::SenderKind::kCompute;
   uint32_t id = 0;                             // compute pid or memory node id
   std::chrono::microseconds period{1000};      // well below the replicas' timeout (5 ms)
+  // The sending thread asks for this nice value (setpriority on its own
+  // thread; best effort: without CAP_SYS_NICE a negative value is refused
+  // and the thread keeps the process's). A heartbeat that queues behind
+  // busy-polling workers on a small machine looks like a crash; the thread
+  // sleeps between rounds, so the priority costs the workers nothing.
+  int nice = -10;
 };
 
 struct HeartbeatSenderStats {
   uint64_t rounds = 0;       // periods in which a heartbeat was built and sent
   uint64_t sent = 0;         // datagrams handed to the kernel
   uint64_t send_errors = 0;  // datagrams the kernel refused (buffer full, unreachable, ...)
+  bool priority_raised = false;  // the sending thread runs at options.nice
 };
 
 class HeartbeatSender {

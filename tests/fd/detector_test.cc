@@ -1,6 +1,9 @@
 // Detector replicas, HeartbeatSender, FdLink and pandora-memd heartbeats
 // over loopback UDP. Every wait is bounded by a deadline on a condition
 // (wait_failed, or polling a counter); none sleeps and hopes.
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include "recovery/fd/detector.h"
 
 #include <gtest/gtest.h>
@@ -361,6 +364,32 @@ TEST(Detector, HeartbeatsOfUnwatchedNodesAreCountedAndDropped) {
   ASSERT_TRUE(eventually([&] { return r.at(1).stats().heartbeats_unwatched > 10; }));
   EXPECT_EQ(r.at(1).stats().heartbeats, 0u);
   EXPECT_TRUE(r.at(1).wait_failed(20ms).empty());
+}
+
+// The sending thread asks for its own nice value: a lower priority (5) is
+// open to anyone, a higher one (-10) needs CAP_SYS_NICE; the rest of the
+// process keeps its priority either way; a value outside -20..19 is refused.
+TEST(HeartbeatSender, RunsItsThreadAtTheAskedNiceValue) {
+  Replicas r(1);
+  const int before = ::getpriority(PRIO_PROCESS, 0);
+  for (const int nice : {5, -10}) {
+    HeartbeatSenderOptions o{kCluster, kSecret, SenderKind::kCompute, 5, 1000us};
+    o.nice = nice;
+    HeartbeatSender s(o, quiet());
+    ASSERT_TRUE(s.set_targets(r.endpoints()));
+    ASSERT_TRUE(s.start());
+    ASSERT_TRUE(eventually([&] { return s.stats().rounds > 0; }));
+    // Whether this process may raise a thread's priority at all (root with
+    // CAP_SYS_NICE): asked of a scratch thread.
+    bool may_raise = false;
+    std::thread([&] { may_raise = ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), -10) == 0; }).join();
+    EXPECT_EQ(s.stats().priority_raised, nice >= 0 || may_raise) << "nice " << nice;
+    EXPECT_EQ(::getpriority(PRIO_PROCESS, 0), before);
+  }
+  HeartbeatSenderOptions bad{kCluster, kSecret, SenderKind::kCompute, 5, 1000us};
+  bad.nice = 25;
+  HeartbeatSender s(bad, quiet());
+  EXPECT_EQ(s.start().code(), Errc::kInvalidArgument);
 }
 
 class PushCollector {
