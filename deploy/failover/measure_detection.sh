@@ -149,7 +149,7 @@ cluster=(bash "$root/deploy/local/cluster.sh")
 cl_bins=(--memd "$build/memory/pandora-memd" --fd "$build/recovery/pandora-fd" --ctl "$build/deploy/pandora-ctl")
 echo "==> starting 2 memory daemons and a 3-server ZooKeeper ensemble"
 "${cluster[@]}" start --nodes 2 --dir "$state" --region-dir "$region_dir" "${cl_bins[@]}" \
-  --size 64M --log-size 16M --zookeeper >"$out/cluster_start.log" 2>&1 ||
+  --size 64M --log-size 16M --zookeeper --zk-nice "$fd_nice" >"$out/cluster_start.log" 2>&1 ||
   { cat "$out/cluster_start.log" >&2; die "the cluster did not start"; }
 zk="$(cat "$state/zk_connect")"
 common=(--zookeeper "$zk" --cluster-id "$(cat "$state/cluster_id")" --secret-file "$state/secret"
@@ -306,6 +306,11 @@ python3 "$script_dir/zk_dump.py" --zookeeper "$zk" >"$out/zk_final.json"
   echo "Benches that could not join (ZooKeeper session expired during a stall; the round was repeated): $join_failed."
   echo "Killed but not recovered within 20 s (the round was repeated): $unrecovered${unrecovered_pids[*]:+ (pids ${unrecovered_pids[*]})}."
   echo "Load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)."
+  # An fsync of ZooKeeper's log that stalls (the host's disk) delays every
+  # ZooKeeper write of a recovery that overlaps it: said here, not hidden.
+  echo "ZooKeeper fsync stalls of 1 s or more (its own warnings): $(grep -hoE 'fsync-ing the write ahead log in [^ ]+ took [0-9]+ms' \
+    "$state"/zk/zk*.log 2>/dev/null | awk '{ms = $NF + 0; if (ms >= 1000) {n++; if (ms > m) m = ms}}
+      END {if (n) printf "%d, the longest %d ms", n, m; else printf "none"}')."
   echo
   python3 "$script_dir/analyze_detection.py" "$out/crashes.csv"
 } >"$out/summary.txt"

@@ -177,7 +177,7 @@ run_setting() {
   state="$(mktemp -d "${TMPDIR:-/tmp}/pandora-timeline.XXXXXX")"
   region_dir="/dev/shm/pandora-$user/timeline-$$"
   bash "$root/deploy/local/cluster.sh" start --nodes 2 --dir "$state" --region-dir "$region_dir" "${cl_bins[@]}" \
-    --size 64M --log-size 16M --zookeeper --protocol "$protocol" >"$run_out/cluster_start.log" 2>&1 ||
+    --size 64M --log-size 16M --zookeeper --zk-nice "$fd_nice" --protocol "$protocol" >"$run_out/cluster_start.log" 2>&1 ||
     { cat "$run_out/cluster_start.log" >&2; die "the cluster did not start"; }
   zk="$(cat "$state/zk_connect")"
   common=(--zookeeper "$zk" --cluster-id "$(cat "$state/cluster_id")" --secret-file "$state/secret"

@@ -60,6 +60,13 @@ Failure detection (start; off unless asked for):
   --zk-tick-ms MS    ZooKeeper tickTime: followers give up on a leader
                      silent for 5 ticks; 100 ms broke the quorum under load
                      on a 2-core machine, so longer here          [500]
+  --zk-nice N        run the ZooKeeper servers at this nice value (negative:
+                     root only; zookeeper.sh --nice)               [0]
+  --zk-no-fsync      the ensemble writes its transaction log without
+                     fsync (zookeeper.sh --no-fsync): for demos and tests
+                     on a host whose disk stalls an fsync for seconds
+                     (seen here: 10.5 s, which expires every session);
+                     never for measurements or data that must survive
   --lane-bytes SIZE  pandora-ctl init --lane-bytes                 [16K]
   --protocol P       pandora-ctl init --protocol: the protocol every compute
                      node runs, which the recovery follows (pandora, ford,
@@ -118,6 +125,8 @@ zookeeper=0
 zk_servers=3
 zk_root="/pandora"
 zk_tick_ms=500
+zk_fsync=()
+zk_nice=0
 lane_bytes="16K"
 protocol=pandora
 fd_replicas=0
@@ -145,6 +154,8 @@ while [[ $# -gt 0 ]]; do
     --zk-servers) need_value "$@"; zk_servers="$2"; shift 2 ;;
     --zk-root) need_value "$@"; zk_root="$2"; shift 2 ;;
     --zk-tick-ms) need_value "$@"; zk_tick_ms="$2"; shift 2 ;;
+    --zk-no-fsync) zk_fsync=(--no-fsync); shift ;;
+    --zk-nice) need_value "$@"; zk_nice="$2"; shift 2 ;;
     --lane-bytes) need_value "$@"; lane_bytes="$2"; shift 2 ;;
     --protocol) need_value "$@"; protocol="$2"; shift 2 ;;
     --fd-replicas) need_value "$@"; fd_replicas="$2"; shift 2 ;;
@@ -165,6 +176,8 @@ done
 [[ "$fd_replicas" =~ ^[0-9]+$ && "$fd_replicas" -le 64 ]] || die "--fd-replicas must be 0..64, got '$fd_replicas'"
 [[ "$fd_timeout_us" =~ ^[1-9][0-9]*$ ]] || die "--fd-timeout-us must be a positive integer, got '$fd_timeout_us'"
 [[ "$fd_nice" =~ ^-?[0-9]+$ && "$fd_nice" -ge -20 && "$fd_nice" -le 19 ]] || die "--fd-nice must be -20..19, got '$fd_nice'"
+[[ "$zk_nice" =~ ^-?[0-9]+$ && "$zk_nice" -ge -20 && "$zk_nice" -le 19 ]] || die "--zk-nice must be -20..19, got '$zk_nice'"
+[[ "$zk_nice" -ge 0 || "$(id -u)" -eq 0 ]] || die "--zk-nice $zk_nice (a higher priority) needs root"
 if [[ "$fd_nice" -lt 0 && "$(id -u)" -ne 0 ]]; then
   die "--fd-nice $fd_nice (a higher priority) needs root"
 fi
@@ -409,9 +422,10 @@ start_all() {
 # Starts the ensemble in DIR/zk and creates the cluster's tree in it.
 start_zk() {
   local endpoints="$1" connect
-  echo "==> starting a ZooKeeper ensemble of $zk_servers server(s) in $dir/zk (transaction logs on disk)"
+  echo "==> starting a ZooKeeper ensemble of $zk_servers server(s) in $dir/zk (transaction logs on disk$(
+    [[ ${#zk_fsync[@]} -eq 0 ]] || echo ", not fsynced"))"
   if ! bash "$script_dir/zookeeper.sh" start --dir "$dir/zk" --servers "$zk_servers" --tick-ms "$zk_tick_ms" \
-      >"$dir/zk_start.log" 2>&1; then
+      --nice "$zk_nice" ${zk_fsync[@]+"${zk_fsync[@]}"} >"$dir/zk_start.log" 2>&1; then
     cat "$dir/zk_start.log" >&2
     stop_all || true
     die "the ZooKeeper ensemble did not start (see above)"

@@ -52,6 +52,10 @@ Options:
                        but not fsynced (tests on a shared machine, where an
                        fsync can stall for seconds; never for measurements
                        or real use)
+  --nice N             start: run the servers at this nice value (negative:
+                       root only), kept for restart. A data plane that
+                       busy-polls on the same few cores otherwise starves
+                       them into losing the quorum (seen on 2 cores)   [0]
   --exit-with-pid PID  start: a watchdog stops the ensemble when PID ends
   --server I           kill/restart: which server (1..N)
   --keep-data          stop: keep DIR/zk<i>/ (default: remove them)
@@ -81,6 +85,7 @@ wait_s=60
 exit_with_pid=""
 server=""
 keep_data=0
+nice_value=0
 
 need_value() { [[ $# -ge 2 && -n "$2" ]] || die "option $1 needs a value"; }
 while [[ $# -gt 0 ]]; do
@@ -92,6 +97,7 @@ while [[ $# -gt 0 ]]; do
     --exit-with-pid) need_value "$@"; exit_with_pid="$2"; shift 2 ;;
     --server) need_value "$@"; server="$2"; shift 2 ;;
     --keep-data) keep_data=1; shift ;;
+    --nice) need_value "$@"; nice_value="$2"; shift 2 ;;
     --no-fsync) force_sync=no; shift ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown option '$1'" ;;
@@ -102,6 +108,9 @@ done
 [[ "$servers" =~ ^[1-9][0-9]*$ && "$servers" -le 15 ]] || die "--servers must be 1..15, got '$servers'"
 [[ "$tick_ms" =~ ^[1-9][0-9]*$ ]] || die "--tick-ms must be a positive integer, got '$tick_ms'"
 [[ "$wait_s" =~ ^[1-9][0-9]*$ ]] || die "--wait-s must be a positive integer, got '$wait_s'"
+[[ "$nice_value" =~ ^-?[0-9]+$ && "$nice_value" -ge -20 && "$nice_value" -le 19 ]] ||
+  die "--nice must be -20..19, got '$nice_value'"
+[[ "$nice_value" -ge 0 || "$(id -u)" -eq 0 ]] || die "--nice $nice_value (a higher priority) needs root"
 [[ -z "$exit_with_pid" || "$exit_with_pid" =~ ^[1-9][0-9]*$ ]] || die "--exit-with-pid needs a pid, got '$exit_with_pid'"
 if [[ "$cmd" == start ]]; then
   mkdir -p -- "$dir"
@@ -201,7 +210,10 @@ launch_server() {
   # (only the in-process MBean server, as with zkServer.sh's JMXLOCALONLY).
   # Short leader-election notification backoff so a quorum re-forms quickly
   # after a restarted server rejoins.
-  setsid java \
+  local niceness=0
+  [[ ! -f "$dir/nice" ]] || niceness="$(cat "$dir/nice")"
+  [[ "$niceness" =~ ^-?[0-9]+$ ]] || die "$dir/nice holds '$niceness', not a nice value"
+  setsid nice -n "$niceness" java \
     -Xmx128m -Xms32m -Xss512k \
     -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:CICompilerCount=1 \
     -XX:-UsePerfData -XX:+DisableAttachMechanism -Xshare:auto \
@@ -370,6 +382,7 @@ CFG
       connect+="${connect:+,}127.0.0.1:$client_port"
     done
     echo "$connect" >"$dir/zk_connect"
+    echo "$nice_value" >"$dir/nice"
 
     started_at=$SECONDS
     for ((i = 1; i <= servers; i++)); do
