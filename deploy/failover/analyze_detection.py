@@ -13,8 +13,9 @@ Prints p50 / p99 / min / max / mean of, per crash:
   each step of the recovery record (start record, fence, log recovery,
   truncate, publish; sweep is after publishing, off the critical path)
   untimed         published - detected - (start record + fence + log
-                  recovery + truncate): the leader's two ZooKeeper reads of
-                  the pid's records before the start record, and scheduling
+                  recovery + truncate): the leader's hand-off from its
+                  detector thread to its main loop, and scheduling (the
+                  leader reads nothing from ZooKeeper before its first write)
 Percentiles are nearest-rank: with 50 crashes p99 is the largest but one.
 """
 import csv
@@ -61,7 +62,7 @@ def main(paths):
              ("end-to-end incl. publish write", [a + b for a, b in zip(e2e, pub)]),
              ("detected -> published_ns", [b - a for a, b in zip(detect, e2e)])]
     lines += [(label, col(k)) for label, k in steps]
-    lines.append(("untimed (2 ZooKeeper reads, scheduling)", untimed))
+    lines.append(("untimed (hand-off, scheduling)", untimed))
 
     print(f"{len(rows)} crashes; times in milliseconds (nearest-rank percentiles)")
     print(f"{'':42} {'p50':>8} {'p99':>8} {'min':>8} {'max':>8} {'mean':>8}")
