@@ -80,6 +80,11 @@ struct Flags {
 
 // The leader's state: its own data-plane identity and the coordinator.
 struct Leadership {
+  // The member's watcher must let go of the cluster's failed-ids before
+  // the cluster is freed (members are destroyed after this body runs).
+  ~Leadership() {
+    if (member) member->detach();
+  }
   std::unique_ptr<Membership> member;  // kFd member: pid + lane slot, no heartbeats
   std::unique_ptr<Cluster> cluster;
   std::unique_ptr<CrashInjector> crash;
@@ -375,6 +380,7 @@ class Replica {
   void drop_data_plane_if_broken(const Status& s) {
     if (s.code() == Errc::kDisconnected || s.code() == Errc::kTimeout || s.code() == Errc::kIo) {
       lead_->coordinator.reset();
+      lead_->member->detach();  // attached again with the next cluster
       lead_->cluster.reset();
     }
   }
@@ -471,7 +477,10 @@ class Replica {
 
 }  // namespace
 
-int run_fd_replica(const FdReplicaOptions& options, const Logger& logger, const std::atomic<bool>& stop) {
+int run_fd_replica(const FdReplicaOptions& given, const Logger& logger, const std::atomic<bool>& stop) {
+  // The registry's ZooKeeper identity comes from the cluster secret.
+  FdReplicaOptions options = given;
+  if (!options.zk.auth) options.zk.auth = registry_auth(options.secret);
   for (bool restarting = false;; restarting = true) {
     int rc = 0;
     {

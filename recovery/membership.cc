@@ -14,7 +14,10 @@
 
 namespace pandora {
 
-Result<std::unique_ptr<Membership>> Membership::join(const MembershipOptions& o, const Logger& logger) {
+Result<std::unique_ptr<Membership>> Membership::join(const MembershipOptions& given, const Logger& logger) {
+  // The registry's ZooKeeper identity comes from the cluster secret.
+  MembershipOptions o = given;
+  if (!o.zk.auth) o.zk.auth = registry_auth(o.secret);
   std::unique_ptr<Membership> m(new Membership(logger));
   m->options_ = o;
   auto reg = Registry::open(o.zk, o.root, o.cluster_id, logger);
@@ -101,16 +104,17 @@ void Membership::stop_threads() {
   link_.reset();
 }
 
+void Membership::detach() {
+  std::lock_guard<std::mutex> g(ids_mu_);
+  ids_.store(nullptr, std::memory_order_release);
+}
+
 Status Membership::leave() {
   // Published while the heartbeats still flow: stopping them first would
   // let a fast detector take the exit for a crash (and, on shm, fence and
   // kill this process). Our own pid turning up in failed-ids is expected.
   leaving_.store(true, std::memory_order_release);
-  {
-    // The caller's failed-ids (its cluster) may be gone already.
-    std::lock_guard<std::mutex> g(ids_mu_);
-    ids_.store(nullptr, std::memory_order_release);
-  }
+  detach();  // the caller's failed-ids (its cluster) may be gone already
   Status s;
   {
     std::lock_guard<std::mutex> g(reg_mu_);

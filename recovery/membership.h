@@ -56,8 +56,12 @@ class Membership {
   Registry& registry() { return *registry_; }
 
   // Adds every published failed pid to `ids`, now and from now on (watch
-  // and push). `ids` must outlive this object.
+  // and push). `ids` must outlive this object, or detach() must be called
+  // before it goes.
   Status attach(FailedIds& ids);
+  // Stops touching the set given to attach(): once this returns, no thread
+  // of this object reads or writes it. Idempotent; leave() implies it.
+  void detach();
 
   // This node's own pid was published as failed: it has been fenced.
   bool fenced() const { return fenced_.load(std::memory_order_acquire); }
@@ -141,5 +145,22 @@ class Membership {
 // validates the result.
 struct ComputeConfig;
 Result<std::unique_ptr<Membership>> join_as_compute_node(ComputeConfig& config, const Logger& logger);
+
+// Calls detach() when it goes: declare it right after the owner of the
+// FailedIds given to attach() (a Cluster), so the set is let go before it
+// is freed on every way out, including ones that skip leave().
+class DetachGuard {
+ public:
+  explicit DetachGuard(Membership* m = nullptr) : m_(m) {}
+  ~DetachGuard() {
+    if (m_) m_->detach();
+  }
+  DetachGuard(const DetachGuard&) = delete;
+  DetachGuard& operator=(const DetachGuard&) = delete;
+  void reset(Membership* m) { m_ = m; }
+
+ private:
+  Membership* m_;
+};
 
 }  // namespace pandora

@@ -1,5 +1,7 @@
 #include "recovery/registry.h"
 
+#include "common/checksum.h"
+
 #include <algorithm>
 #include <charconv>
 
@@ -300,11 +302,41 @@ std::optional<LaneSlot> find_free_slot(const AllocRecord& a, uint32_t count, uin
 
 // ---- Registry -------------------------------------------------------------------
 
+zk::DigestAuth registry_auth(std::string_view secret) {
+  static constexpr std::string_view kLabel = "pandora zookeeper digest v1";
+  const Digest256 d = hmac_sha256({reinterpret_cast<const uint8_t*>(secret.data()), secret.size()},
+                                  {reinterpret_cast<const uint8_t*>(kLabel.data()), kLabel.size()});
+  std::string hex;
+  for (uint8_t b : d) hex += fmt::format("{:02x}", b);
+  return zk::DigestAuth{"pandora", std::move(hex)};
+}
+
+namespace {
+
+Status need_auth(const zk::ZkOptions& zo) {
+  if (zo.auth) return Status::ok();
+  return Status(Errc::kInvalidArgument,
+                "the registry needs the ZooKeeper identity derived from the cluster secret (ZkOptions::auth = "
+                "registry_auth(secret))");
+}
+
+}  // namespace
+
 Status Registry::init(const zk::ZkOptions& zo, const std::string& root, const ClusterRecord& record,
                       const Logger& logger, uint32_t pid_limit) {
+  if (Status s = need_auth(zo); !s) return s;
   auto zk = zk::ZkClient::connect(zo, logger);
   if (!zk) return zk.status();
   if (Status s = (*zk)->ensure_path(root); !s) return s;
+  auto open_to_others = (*zk)->writable_by_others(root);
+  if (!open_to_others) return open_to_others.status();
+  if (*open_to_others) {
+    return Status(Errc::kAuthFailed,
+                  fmt::format("the ZooKeeper node {} on {} may be changed by others than this cluster's secret "
+                              "holders (created by someone else, or by a Pandora before ZooKeeper ACLs): remove it "
+                              "or pick another --zk-root",
+                              root, zo.hosts));
+  }
   const std::string cpath = root + "/cluster";
   auto existing = (*zk)->get(cpath);
   if (existing) {
@@ -334,6 +366,7 @@ Status Registry::init(const zk::ZkOptions& zo, const std::string& root, const Cl
 
 Result<std::unique_ptr<Registry>> Registry::open(const zk::ZkOptions& zo, std::string root, uint64_t cluster_id,
                                                  const Logger& logger) {
+  if (Status s = need_auth(zo); !s) return s;
   auto zk = zk::ZkClient::connect(zo, logger);
   if (!zk) return zk.status();
   auto node = (*zk)->get(root + "/cluster");

@@ -116,15 +116,25 @@ Result<AllocRecord> decode_alloc_record(std::string_view text);
 // First-fit lease of `count` lanes among `lanes`; nullopt when none fits.
 std::optional<LaneSlot> find_free_slot(const AllocRecord& a, uint32_t count, uint32_t lanes);
 
+// The ZooKeeper identity of every process that holds the cluster secret:
+// the registry's nodes are readable by anyone (zk_dump.py reads them) and
+// changeable only under this identity. The password is derived from the
+// secret (HMAC-SHA256 with a fixed label), so the secret itself never
+// reaches ZooKeeper, whose digest scheme sends the password in the clear.
+zk::DigestAuth registry_auth(std::string_view secret);
+
 class Registry {
  public:
   // Connects and checks <root>/cluster: kNotFound ("run pandora-ctl init")
   // when absent, kMismatch naming both ids when it belongs to another
-  // cluster id.
+  // cluster id. Both open() and init() need zk.auth (registry_auth(secret)):
+  // kInvalidArgument without it.
   static Result<std::unique_ptr<Registry>> open(const zk::ZkOptions& zk, std::string root, uint64_t cluster_id,
                                                 const Logger& logger);
   // Creates the tree for `record` (idempotent for the same cluster id;
-  // kMismatch for another one).
+  // kMismatch for another one). kAuthFailed when <root> exists and others
+  // than zk.auth's identity may change it (someone without the secret
+  // prepared it to tamper with the cluster's state).
   // `pid_limit`: the pid space (tests of recycling use a tiny one).
   static Status init(const zk::ZkOptions& zk, const std::string& root, const ClusterRecord& record,
                      const Logger& logger, uint32_t pid_limit = 65535);

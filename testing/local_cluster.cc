@@ -1,5 +1,7 @@
 #include "testing/local_cluster.h"
 
+#include "recovery/registry.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -163,6 +165,7 @@ zk::ZkOptions LocalCluster::zk_options() const {
   o.session_timeout = std::chrono::milliseconds(4000);
   o.connect_timeout = std::chrono::milliseconds(5000);
   o.op_timeout = std::chrono::milliseconds(3000);
+  o.auth = registry_auth(secret());
   return o;
 }
 

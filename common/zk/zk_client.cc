@@ -22,6 +22,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <map>
+#include <tuple>
 #include <mutex>
 #include <optional>
 
@@ -219,6 +220,8 @@ struct ZkClient::Impl {
     std::string value;  // get: data; create: created path
     Stat stat;
     std::vector<std::string> strings;
+    // get_acl: (perms, scheme, id) of each entry.
+    std::vector<std::tuple<int32_t, std::string, std::string>> acl;
     // multi: what the C client writes into on completion.
     std::vector<zoo_op_t> ops;
     std::vector<zoo_op_result_t> results;
@@ -243,6 +246,17 @@ struct ZkClient::Impl {
   uint64_t next_watch_id = 1;
   std::map<const Call*, std::shared_ptr<Call>> calls;
   std::map<uint64_t, std::unique_ptr<Watch>> watches;
+
+  // The ACL of every node this client creates (see DigestAuth): the C
+  // client takes non-const pointers, hence the owned buffers.
+  char world_scheme[6] = "world";
+  char world_id[7] = "anyone";
+  char auth_scheme[5] = "auth";
+  char auth_id[1] = "";
+  ::ACL protected_entries[2] = {{ZOO_PERM_READ, {world_scheme, world_id}}, {ZOO_PERM_ALL, {auth_scheme, auth_id}}};
+  ::ACL_vector protected_acl{2, protected_entries};
+
+  ::ACL_vector* create_acl() { return options.auth ? &protected_acl : &ZOO_OPEN_ACL_UNSAFE; }
 
   Impl(ZkOptions o, Logger l, std::function<void(SessionEvent)> s)
       : options(std::move(o)), logger(std::move(l)), on_session(std::move(s)) {}
@@ -368,6 +382,15 @@ struct ZkClient::Impl {
   static void string_done(int rc, const char* value, const void* data) {
     complete(data, rc, [&](Call& c) {
       if (rc == ZOK && value != nullptr) c.value = value;
+    });
+  }
+  static void acl_done(int rc, struct ACL_vector* acl, struct ::Stat*, const void* data) {
+    complete(data, rc, [&](Call& c) {
+      if (rc != ZOK || acl == nullptr) return;
+      for (int32_t i = 0; i < acl->count; ++i) {
+        const ::ACL& e = acl->data[i];
+        c.acl.emplace_back(e.perms, e.id.scheme ? e.id.scheme : "", e.id.id ? e.id.id : "");
+      }
     });
   }
   static void strings_done(int rc, const struct String_vector* strings, const void* data) {
@@ -542,6 +565,23 @@ Result<std::unique_ptr<ZkClient>> ZkClient::connect(const ZkOptions& options, co
   }
   if (state == ZOO_CONNECTED_STATE) {
     logger.debug("zookeeper session 0x{:x} on {}", zoo_client_id(impl->zh)->client_id, options.hosts);
+    if (options.auth) {
+      // The C client keeps the identity and presents it again on every
+      // reconnection of this session.
+      if (options.auth->user.empty() || options.auth->user.find(':') != std::string::npos) {
+        impl->close();
+        return Status(Errc::kInvalidArgument, "zookeeper digest user must be non-empty and hold no ':'");
+      }
+      const std::string cred = options.auth->user + ":" + options.auth->password;
+      auto call = impl->new_call();
+      Status s = impl->run("add_auth (digest)", "/", call, [&](const void* d) {
+        return zoo_add_auth(impl->zh, "digest", cred.data(), static_cast<int>(cred.size()), Impl::void_done, d);
+      });
+      if (!s) {
+        impl->close();
+        return s.code() == Errc::kUnavailable ? s : Status(Errc::kAuthFailed, s.message());
+      }
+    }
     return std::unique_ptr<ZkClient>(new ZkClient(std::move(impl)));
   }
   impl->close();
@@ -557,7 +597,7 @@ Result<std::string> ZkClient::create(std::string_view path, std::string_view dat
   std::string p(path);
   auto call = m.new_call();
   Status s = m.run(fmt::format("create ({})", mode_name(mode)), path, call, [&](const void* d) {
-    return zoo_acreate(m.zh, p.c_str(), data.data(), static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE,
+    return zoo_acreate(m.zh, p.c_str(), data.data(), static_cast<int>(data.size()), m.create_acl(),
                        create_flags(mode), Impl::string_done, d);
   });
   if (!s) return s;
@@ -586,6 +626,26 @@ Status ZkClient::remove(std::string_view path, int32_t expected_version) {
 }
 
 Result<bool> ZkClient::exists(std::string_view path) { return impl_->exists(path, nullptr); }
+
+Result<bool> ZkClient::writable_by_others(std::string_view path) {
+  Impl& m = *impl_;
+  std::string p(path);
+  auto call = m.new_call();
+  Status s = m.run("get_acl", path, call,
+                   [&](const void* d) { return zoo_aget_acl(m.zh, p.c_str(), Impl::acl_done, d); });
+  if (!s) return s;
+  const std::string mine = m.options.auth ? m.options.auth->user + ":" : std::string();
+  std::lock_guard<std::mutex> lock(call->mu);
+  for (const auto& [perms, scheme, id] : call->acl) {
+    if ((perms & ~ZOO_PERM_READ) == 0) continue;
+    // The digest id is "user:base64(sha1(user:password))"; a node created
+    // under the same user with another password is caught later: writes
+    // under it fail with kAuthFailed.
+    if (!mine.empty() && scheme == "digest" && id.rfind(mine, 0) == 0) continue;
+    return true;
+  }
+  return false;
+}
 
 Result<std::vector<std::string>> ZkClient::children(std::string_view path) { return impl_->children(path, nullptr); }
 
@@ -636,7 +696,7 @@ Status ZkClient::multi(std::span<const Op> ops) {
       case Op::Kind::kCreate:
         call->path_bufs[i].assign(op.path.size() + 32, '\0');
         zoo_create_op_init(z, op.path.c_str(), op.data.data(), static_cast<int>(op.data.size()),
-                           &ZOO_OPEN_ACL_UNSAFE, create_flags(op.mode), call->path_bufs[i].data(),
+                           m.create_acl(), create_flags(op.mode), call->path_bufs[i].data(),
                            static_cast<int>(call->path_bufs[i].size()));
         break;
       case Op::Kind::kSet:

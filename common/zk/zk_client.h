@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -40,9 +41,22 @@
 
 namespace pandora::zk {
 
+// A ZooKeeper "digest" identity. With one, every node this client creates
+// is readable by anyone but changeable only by sessions that authenticated
+// as the same identity (ACL world:anyone:r + auth:cdrwa): a process on the
+// host that can reach the ensemble but lacks the cluster secret cannot
+// publish a live pid as failed, delete a recovery record or take a lease.
+struct DigestAuth {
+  std::string user;
+  std::string password;  // never logged
+};
+
 struct ZkOptions {
   // "host:port,host:port,..." (the ensemble's client ports).
   std::string hosts;
+  // Authenticate the session with this identity and protect every node it
+  // creates (see DigestAuth); none: nodes are created open to everyone.
+  std::optional<DigestAuth> auth;
   // ZooKeeper session timeout negotiated with the servers (the server
   // clamps it to [2, 20] x tickTime). An ephemeral node vanishes this long
   // after its owner dies.
@@ -119,6 +133,12 @@ class ZkClient {
   // Atomic multi-op. On failure the Status names the first failing op
   // (index and path) and its error.
   Status multi(std::span<const Op> ops);
+
+  // Whether anyone but this client's identity may change `path` (create
+  // children, write, delete children, change its ACL): true when its ACL
+  // grants more than READ to any identity other than the digest one this
+  // session authenticated as (or to anyone, without auth).
+  Result<bool> writable_by_others(std::string_view path);
 
   // As get/children/exists, and arms a one-shot watch (see above).
   Result<Node> watch_get(std::string_view path, std::function<void()> on_change);

@@ -86,6 +86,7 @@ class Ctl {
   zk::ZkOptions zk_options() const {
     zk::ZkOptions o;
     o.hosts = f_.zookeeper;
+    o.auth = registry_auth(secret_);
     return o;
   }
 

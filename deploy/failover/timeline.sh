@@ -33,6 +33,8 @@ Options:
   --threads N         worker threads per compute node                [1]
   --coordinators N    coordinators per thread                        [4]
   --backend B         tcp or shm                                     [tcp]
+  --size SIZE         region size of each memory daemon (K/M/G suffix);
+                      default: room for the largest --keys setting
   --fd-timeout-us US  the detector's suspicion timeout               [5000]
   --fd-arg ARG        passed to every pandora-fd (repeatable)
   --fd-nice N         nice value of the pandora-fd replicas   [-10 as root, else 0]
@@ -58,6 +60,7 @@ crash_at_ms=3000
 threads=1
 coordinators=4
 backend=tcp
+size=""
 fd_timeout_us=5000
 fd_args=()
 fd_nice=0
@@ -76,6 +79,7 @@ while [[ $# -gt 0 ]]; do
     --threads) need_value "$@"; threads="$2"; shift 2 ;;
     --coordinators) need_value "$@"; coordinators="$2"; shift 2 ;;
     --backend) need_value "$@"; backend="$2"; shift 2 ;;
+    --size) need_value "$@"; size="$2"; shift 2 ;;
     --fd-timeout-us) need_value "$@"; fd_timeout_us="$2"; shift 2 ;;
     --fd-arg) need_value "$@"; fd_args+=(--fd-arg "$2"); shift 2 ;;
     --fd-arg=*) fd_args+=(--fd-arg "${1#--fd-arg=}"); shift ;;
@@ -93,7 +97,15 @@ done
 [[ "$protocol" == pandora || "$protocol" == ford ]] || die "--protocol must be pandora or ford, got '$protocol'"
 [[ "$backend" == tcp || "$backend" == shm ]] || die "--backend must be tcp or shm, got '$backend'"
 IFS=',' read -r -a keys_arr <<<"$keys_list"
-for k in "${keys_arr[@]}"; do [[ "$k" =~ ^[1-9][0-9]*$ ]] || die "--keys: '$k' is not a positive integer"; done
+max_keys=0
+for k in "${keys_arr[@]}"; do
+  [[ "$k" =~ ^[1-9][0-9]*$ ]] || die "--keys: '$k' is not a positive integer"
+  [[ "$k" -le "$max_keys" ]] || max_keys="$k"
+done
+# Every key is on both daemons: about 64 bytes a slot at the tables' load
+# factor, doubled for headroom, plus the log area and 32 MiB of slack.
+[[ -n "$size" ]] || size="$(( (max_keys * 128 + 48 * 1024 * 1024) / 1048576 + 1 ))M"
+[[ "$size" =~ ^[1-9][0-9]*[KMG]?$ ]] || die "--size must be a size like 64M or 2G, got '$size'"
 [[ "$crash_at_ms" -ge 1000 ]] || die "--crash-at-ms must be >= 1000 (the nodes are known to run after 1 s)"
 [[ $((seconds * 1000)) -ge $((crash_at_ms + 2000)) ]] ||
   die "--seconds $seconds leaves less than 2 s after --crash-at-ms $crash_at_ms"
@@ -177,7 +189,7 @@ run_setting() {
   state="$(mktemp -d "${TMPDIR:-/tmp}/pandora-timeline.XXXXXX")"
   region_dir="/dev/shm/pandora-$user/timeline-$$"
   bash "$root/deploy/local/cluster.sh" start --nodes 2 --dir "$state" --region-dir "$region_dir" "${cl_bins[@]}" \
-    --size 64M --log-size 16M --zookeeper --zk-nice "$fd_nice" --protocol "$protocol" >"$run_out/cluster_start.log" 2>&1 ||
+    --size "$size" --log-size 16M --zookeeper --zk-nice "$fd_nice" --protocol "$protocol" >"$run_out/cluster_start.log" 2>&1 ||
     { cat "$run_out/cluster_start.log" >&2; die "the cluster did not start"; }
   zk="$(cat "$state/zk_connect")"
   common=(--zookeeper "$zk" --cluster-id "$(cat "$state/cluster_id")" --secret-file "$state/secret"

@@ -157,6 +157,7 @@ int Driver::child_main(size_t slot, uint16_t pid) {
     fprintf(stderr, "pid %u: directory: %s\n", pid, s.to_string().c_str());
     return 11;
   }
+  DetachGuard detach_before_cluster_goes(member.get());  // `c` owns the failed-ids
   if (member) {
     if (Status s = member->attach(cluster.failed_ids()); !s) {
       fprintf(stderr, "pid %u: failed-ids: %s\n", pid, s.to_string().c_str());

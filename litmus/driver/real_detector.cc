@@ -133,6 +133,7 @@ Status RealDetector::start_registry(ComputeConfig& cfg) {
   if (lanes <= mine) return Status(Errc::kInvalidArgument, "the memory nodes' log area is too small");
   rec.lanes = static_cast<uint32_t>(lanes) - mine;
   zk_.hosts = hosts_;
+  zk_.auth = registry_auth(o_.secret);
   // Patient: a loaded 2-core machine (3 JVMs that just started) can take
   // seconds to accept a session.
   zk_.connect_timeout = std::chrono::seconds(30);

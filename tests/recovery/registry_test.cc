@@ -23,6 +23,9 @@
 namespace pandora {
 namespace {
 
+// The ZooKeeper identity of these tests' registries (registry_auth).
+constexpr std::string_view kRegistrySecret = "registry test secret, 32 bytes..";
+
 TEST(RegistryRecords, RoundTripAndStrictParsing) {
   ClusterRecord c;
   c.cluster_id = 0xabc;
@@ -128,6 +131,7 @@ class RegistryZkTest : public ::testing::Test {
   zk::ZkOptions zk_options() const {
     zk::ZkOptions o;
     o.hosts = zk_->hosts();
+    o.auth = registry_auth(kRegistrySecret);
     return o;
   }
   // A fresh cluster tree per test.
@@ -160,6 +164,72 @@ TEST_F(RegistryZkTest, RefusesAnotherClustersTreeAndAMissingOne) {
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.status().code(), Errc::kNotFound);
   EXPECT_NE(missing.status().message().find("pandora-ctl init"), std::string::npos);
+}
+
+// The tree is readable by anyone (zk_dump.py) but only secret holders may
+// change it: a stranger on the host, or a process with another secret,
+// cannot publish a pid as failed, drop a record or take a lease.
+TEST_F(RegistryZkTest, OnlySecretHoldersChangeTheTree) {
+  ClusterRecord c;
+  c.cluster_id = 0x4444;
+  c.memory_nodes = {Endpoint{"127.0.0.1", 7000}};
+  c.lane_bytes = 4096;
+  c.lanes = 64;
+  ASSERT_TRUE(Registry::init(zk_options(), root("acl"), c, log_));
+  const std::string r = root("acl");
+
+  zk::ZkOptions no_auth = zk_options();
+  no_auth.auth.reset();
+  zk::ZkOptions other_secret = zk_options();
+  other_secret.auth = registry_auth("another cluster's secret, 32 byte");
+  for (const zk::ZkOptions* o : {&no_auth, &other_secret}) {
+    SCOPED_TRACE(o->auth ? "another secret" : "no identity");
+    auto zk = zk::ZkClient::connect(*o, log_);
+    ASSERT_TRUE(zk) << zk.status().to_string();
+    auto cluster = (*zk)->get(r + "/cluster");
+    ASSERT_TRUE(cluster) << cluster.status().to_string();  // reading is open
+    EXPECT_EQ((*zk)->create(r + "/failed/7", "published_ns=1\n").status().code(), Errc::kAuthFailed);
+    EXPECT_EQ((*zk)->set(r + "/alloc", "next_pid=1\n").code(), Errc::kAuthFailed);
+    EXPECT_EQ((*zk)->remove(r + "/recoveries").code(), Errc::kAuthFailed);
+    EXPECT_EQ((*zk)->create(r + "/compute/9", "x").status().code(), Errc::kAuthFailed);
+    std::vector<zk::Op> ops = {zk::Op::create(r + "/failed/8", "")};
+    EXPECT_EQ((*zk)->multi(ops).code(), Errc::kAuthFailed);
+  }
+  // Registration needs the identity too (other_secret opens, reads, fails).
+  auto stranger = Registry::open(other_secret, r, 0x4444, log_);
+  ASSERT_TRUE(stranger) << stranger.status().to_string();
+  MemberRecord m;
+  m.push = Endpoint{"127.0.0.1", 9};
+  EXPECT_EQ((*stranger)->register_member(m, 2).status().code(), Errc::kAuthFailed);
+  auto holder = Registry::open(zk_options(), r, 0x4444, log_);
+  ASSERT_TRUE(holder) << holder.status().to_string();
+  auto reg = (*holder)->register_member(m, 2);
+  ASSERT_TRUE(reg) << reg.status().to_string();
+  // Without any identity the registry refuses to start.
+  auto bare = Registry::open(no_auth, r, 0x4444, log_);
+  ASSERT_FALSE(bare);
+  EXPECT_EQ(bare.status().code(), Errc::kInvalidArgument);
+}
+
+// A root prepared by someone without the secret (open to everyone) is
+// refused: whoever made it could rewrite the cluster's state under it.
+TEST_F(RegistryZkTest, InitRefusesARootOthersMayChange) {
+  zk::ZkOptions no_auth = zk_options();
+  no_auth.auth.reset();
+  auto zk = zk::ZkClient::connect(no_auth, log_);
+  ASSERT_TRUE(zk) << zk.status().to_string();
+  ASSERT_TRUE((*zk)->create(root("prepared"), ""));
+  ClusterRecord c;
+  c.cluster_id = 0x5555;
+  c.memory_nodes = {Endpoint{"127.0.0.1", 7000}};
+  c.lane_bytes = 4096;
+  c.lanes = 64;
+  Status s = Registry::init(zk_options(), root("prepared"), c, log_);
+  EXPECT_EQ(s.code(), Errc::kAuthFailed) << s.to_string();
+  EXPECT_NE(s.message().find("may be changed by others"), std::string::npos) << s.message();
+  auto children = (*zk)->children(root("prepared"));
+  ASSERT_TRUE(children);
+  EXPECT_TRUE(children->empty());  // nothing was written under it
 }
 
 TEST_F(RegistryZkTest, RegistrationLeasesDisjointSlotsAndNeverReissuesAPid) {

@@ -175,7 +175,11 @@ int run_bench(const BenchConfig& cfg_in) {
     fail(fmt::format("connecting to the memory nodes: {}", cluster.status().to_string()));
     return 1;
   }
+  // After the cluster: a fenced node skips leave(), and its watcher thread
+  // then added a pid to the freed cluster's failed-ids (seen by ASan).
+  DetachGuard detach_before_cluster_goes;
   if (membership) {
+    detach_before_cluster_goes.reset(membership.get());
     if (Status s = membership->attach((*cluster)->failed_ids()); !s) {
       fail(fmt::format("reading failed-ids: {}", s.to_string()));
       return 1;
