@@ -371,9 +371,10 @@ TEST(RegionPermissions, OwnerAndWriteBitsOfFileAndEveryDirectory) {
   ASSERT_EQ(::stat(file.c_str(), &st), 0);
   const std::string real = fs::canonical(file).string();
   EXPECT_EQ(check_region_permissions(real, &st, ::geteuid()).failure, RegionFailure::kNone);
-  // Owned by someone else (as seen by another euid).
-  const uid_t other = ::geteuid() == 4242 ? 4343 : 4242;
-  RegionError e = check_region_permissions(real, &st, other);
+  // A file owned by another user (neither us nor root).
+  struct stat foreign = st;
+  foreign.st_uid = ::geteuid() == 4242 ? 4343 : 4242;
+  RegionError e = check_region_permissions(real, &foreign, ::geteuid());
   EXPECT_EQ(e.failure, RegionFailure::kUnsafePermissions);
   EXPECT_NE(e.message.find("not by this daemon's user"), std::string::npos) << e.message;
   st.st_mode |= S_IWGRP;
@@ -475,7 +476,7 @@ TEST_F(CliTest, SparseRegionIsAllocatedBeforeItIsMapped) {
     ASSERT_GE(fd, 0);
     ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(bytes.size())), 0);
     for (size_t off = 0; off < bytes.size(); off += 4096) {
-      if (bytes.find_first_not_of('\0', off) < off + 4096) {
+      if (std::string_view(bytes).substr(off, 4096).find_first_not_of('\0') != std::string_view::npos) {
         ASSERT_EQ(::pwrite(fd, bytes.data() + off, 4096, static_cast<off_t>(off)), 4096);
       }
     }
