@@ -383,6 +383,19 @@ TEST(RegionPermissions, OwnerAndWriteBitsOfFileAndEveryDirectory) {
   EXPECT_NE(e.message.find("mode 0620"), std::string::npos) << e.message;
 }
 
+// In a forked child: becomes `argv` (keeping the pid) with stdout and
+// stderr going to `log`. Returns only if exec failed.
+int exec_with_output(std::vector<std::string> argv, const std::string& log) {
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ::dup2(fd, 1);
+  ::dup2(fd, 2);
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  ::execv(args[0], args.data());
+  return 91;
+}
+
 // Issue 9, item 3: the port file was written through PATH.tmp.PID with
 // fopen, following a symlink another user planted there.
 TEST_F(CliTest, PortFileNeverFollowsPlantedSymlinks) {
@@ -400,14 +413,7 @@ TEST_F(CliTest, PortFileNeverFollowsPlantedSymlinks) {
   ChildProcess daemon = ChildProcess::run([&] {
     const std::string planted = port_file + ".tmp." + std::to_string(::getpid());
     if (::symlink(victim.c_str(), planted.c_str()) != 0) return 90;
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    return 91;
+    return exec_with_output(argv, log);
   });
   ASSERT_GT(daemon.pid(), 0);
   // Wait (bounded) until the port file is a regular file with a number.
@@ -440,14 +446,7 @@ TEST_F(CliTest, FileSizeLimitIsDiskFullExitCodeWithoutLeftovers) {
     rlimit rl{1 << 20, 1 << 20};  // 1 MiB
     if (::setrlimit(RLIMIT_FSIZE, &rl) != 0) return 90;
     ::signal(SIGXFSZ, SIG_DFL);  // what a shell gives the daemon
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    return 91;
+    return exec_with_output(argv, log);
   });
   auto exit = daemon.wait_for(std::chrono::seconds(30));
   ASSERT_TRUE(exit);

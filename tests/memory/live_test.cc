@@ -556,6 +556,16 @@ struct ChildGuard {
   }
 };
 
+// The byte a forked shm child reports on the pipe `fd` ('r': connected), or
+// 0 when it says nothing within 20 s; closes `fd`.
+char ready_byte(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  char byte = 0;
+  if (::poll(&p, 1, 20'000) != 1 || ::read(fd, &byte, 1) != 1) byte = 0;
+  ::close(fd);
+  return byte;
+}
+
 TEST_F(LiveTest, FenceKillsShmClient) {
   int ready[2];
   ASSERT_EQ(::pipe(ready), 0);
@@ -576,12 +586,7 @@ TEST_F(LiveTest, FenceKillsShmClient) {
     ::_exit(3);
   }
   ::close(ready[1]);
-  pollfd p{ready[0], POLLIN, 0};
-  ASSERT_EQ(::poll(&p, 1, 20'000), 1) << "shm child did not connect";
-  char byte = 0;
-  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
-  ::close(ready[0]);
-  ASSERT_EQ(byte, 'r') << "shm child could not open its connection";
+  ASSERT_EQ(ready_byte(ready[0]), 'r') << "shm child could not open its connection";
 
   auto adm = admin();
   ASSERT_TRUE(adm);
@@ -646,12 +651,7 @@ TEST_F(LiveTest, FenceKillsTheKernelNamedPeerNotTheClaimedPid) {
     ::_exit(3);
   }
   ::close(ready[1]);
-  pollfd p{ready[0], POLLIN, 0};
-  ASSERT_EQ(::poll(&p, 1, 20'000), 1) << "shm child did not connect";
-  char byte = 0;
-  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
-  ::close(ready[0]);
-  ASSERT_EQ(byte, 'r') << "shm child could not open its connection";
+  ASSERT_EQ(ready_byte(ready[0]), 'r') << "shm child could not open its connection";
 
   auto adm = admin();
   ASSERT_TRUE(adm);
