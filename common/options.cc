@@ -1,5 +1,9 @@
 #include "common/options.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -283,8 +287,48 @@ Status OptionSet::apply(std::string_view name, std::string_view value, bool has_
   return Status::ok();
 }
 
+namespace {
+
+// The value with one pair of matching surrounding quotes ("..." or '...')
+// removed; anything else (no quotes, one quote, mismatched quotes) as is.
+std::string_view unquote(std::string_view v) {
+  if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front()) {
+    return v.substr(1, v.size() - 2);
+  }
+  return v;
+}
+
+// Where the line's comment starts ('#' at the start or after a blank), or
+// npos. Inside a quoted value (one starting with a quote right after '=')
+// a '#' is part of the value, up to the closing quote.
+size_t comment_start(std::string_view line) {
+  char quote = 0;
+  bool after_eq = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quote != 0) {
+      if (c == quote) quote = 0;
+      continue;
+    }
+    if (c == '#' && (i == 0 || line[i - 1] == ' ' || line[i - 1] == '\t')) return i;
+    if (c == '=' && !after_eq) {
+      after_eq = true;
+      size_t j = i + 1;
+      while (j < line.size() && (line[j] == ' ' || line[j] == '\t')) ++j;
+      if (j < line.size() && (line[j] == '"' || line[j] == '\'')) {
+        quote = line[j];
+        i = j;
+      }
+    }
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
 Status OptionSet::parse_config_text(std::string_view text, std::string_view origin) {
   size_t line_no = 0;
+  std::vector<std::pair<std::string, size_t>> seen;  // name -> line that set it
   while (!text.empty()) {
     const size_t nl = text.find('\n');
     std::string_view line = text.substr(0, nl);
@@ -292,26 +336,64 @@ Status OptionSet::parse_config_text(std::string_view text, std::string_view orig
     ++line_no;
     // '#' starts a comment at the start of a line or after blanks, so a value
     // such as a path may still contain one ("dir = /tmp/run#1").
-    for (size_t i = 0; i < line.size(); ++i) {
-      if (line[i] == '#' && (i == 0 || line[i - 1] == ' ' || line[i - 1] == '\t')) {
-        line = line.substr(0, i);
-        break;
-      }
-    }
+    line = line.substr(0, comment_start(line));
     line = trim(line);
     if (line.empty()) continue;
     const std::string where = fmt::format("{}:{}", origin, line_no);
     const size_t eq = line.find('=');
     std::string_view name = trim(line.substr(0, eq));
     const bool has_value = eq != std::string_view::npos;
-    const std::string_view value = has_value ? trim(line.substr(eq + 1)) : std::string_view();
+    const std::string_view value = has_value ? unquote(trim(line.substr(eq + 1))) : std::string_view();
     if (name.starts_with("--")) name.remove_prefix(2);  // tolerate a pasted flag
     if (name.empty()) return invalid(fmt::format("{}: expected 'name = value', got '{}'", where, line));
     if (name == kConfigName) return invalid(fmt::format("{}: a config file cannot include another one", where));
+    // A second line for one name is almost always an editing mistake; taking
+    // either silently would hide it.
+    for (const auto& [n, at] : seen) {
+      if (n == name) {
+        return invalid(fmt::format("{}: '{}' is set twice, at line {} and at line {}; keep one of them", where,
+                                   name, at, line_no));
+      }
+    }
+    seen.emplace_back(std::string(name), line_no);
     Status s = apply(name, value, has_value, where);
     if (!s) return s;
   }
   return Status::ok();
+}
+
+Result<std::string> read_config_file(const std::string& path) {
+  // O_NONBLOCK: opening a FIFO must not hang; it is refused below anyway.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return invalid(fmt::format("--config: cannot open '{}': {}", path, std::strerror(errno)));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return invalid(fmt::format("--config: cannot stat '{}': {}", path, std::strerror(errno)));
+  if (!S_ISREG(st.st_mode)) {
+    return invalid(fmt::format("--config: '{}' is not a regular file ({}); give a file of 'name = value' lines",
+                               path, S_ISDIR(st.st_mode) ? "a directory" : "a device, pipe or socket"));
+  }
+  if (static_cast<uint64_t>(st.st_size) > kMaxConfigBytes) {
+    return invalid(fmt::format("--config: '{}' is {} bytes; a config file may have at most {} bytes", path,
+                               st.st_size, kMaxConfigBytes));
+  }
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return invalid(fmt::format("--config: cannot read '{}': {}", path, std::strerror(errno)));
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    // The size was checked, but a file may grow while we read it.
+    if (text.size() > kMaxConfigBytes) {
+      return invalid(fmt::format("--config: '{}' has more than {} bytes", path, kMaxConfigBytes));
+    }
+  }
+  return text;
 }
 
 OptionSet::Outcome OptionSet::parse(int argc, const char* const* argv, std::string* message) {
@@ -391,18 +473,12 @@ OptionSet::Outcome OptionSet::parse(int argc, const char* const* argv, std::stri
 
   // The file first, then the flags, so flags win wherever they appear.
   if (have_config) {
-    std::ifstream in(config_path);
-    if (!in) {
-      *message = fmt::format("--config: cannot open '{}': {}", config_path, std::strerror(errno));
+    Result<std::string> text = read_config_file(config_path);
+    if (!text) {
+      *message = text.status().message();
       return Outcome::kError;
     }
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in.bad()) {
-      *message = fmt::format("--config: cannot read '{}'", config_path);
-      return Outcome::kError;
-    }
-    Status s = parse_config_text(text.str(), config_path);
+    Status s = parse_config_text(*text, config_path);
     if (!s) {
       *message = s.message();
       return Outcome::kError;

@@ -3,7 +3,11 @@
 // Every binary declares its options on an OptionSet, bound to fields of its
 // own config struct, then calls parse(). The same names work as flags
 // (`--size 64M` or `--size=64M`) and as `name = value` lines of a file given
-// with `--config FILE` ('#' starts a comment). Flags override the file.
+// with `--config FILE` ('#' at the start of a line or after a blank starts a
+// comment). In the file, one pair of matching quotes around a value is
+// removed (`name = "a b"` is `a b`; a '#' inside them is part of the value),
+// and a name given on two lines is an error naming both lines. The file
+// must be a regular file of at most kMaxConfigBytes. Flags override the file.
 // `--help` prints the generated help. Unknown names, malformed values, values
 // out of range and missing required options are errors whose message says
 // which option and what was expected.
@@ -24,6 +28,14 @@ namespace pandora {
 Result<uint64_t> parse_size(std::string_view text);
 // Parses a non-negative decimal or 0x-prefixed hex integer.
 Result<uint64_t> parse_u64(std::string_view text);
+
+// Largest --config file accepted.
+inline constexpr uint64_t kMaxConfigBytes = 1u << 20;
+
+// The content of the --config file `path`: kInvalidArgument (message
+// starting "--config:") unless it is a readable regular file of at most
+// kMaxConfigBytes.
+Result<std::string> read_config_file(const std::string& path);
 
 class OptionSet {
  public:

@@ -150,10 +150,11 @@ class FenceWorker {
 
 class ControlServer::Impl {
  public:
-  Impl(Region& region, FenceTable& fences, TcpDataPlane& data_plane, uint64_t cluster_id, std::string secret,
-       Logger log)
+  Impl(Region& region, FenceTable& fences, TcpDataPlane& data_plane, ShmFdServer& shm, uint64_t cluster_id,
+       std::string secret, Logger log)
       : region_(region),
         fences_(fences),
+        shm_(shm),
         data_plane_(data_plane),
         cluster_id_(cluster_id),
         secret_(std::move(secret)),
@@ -499,7 +500,8 @@ class ControlServer::Impl {
     c.pid = hello->pid;
     c.state = State::kSession;
     --handshakes_;
-    log_.debug("{}: session established (pid {})", c.peer, c.pid);
+    // Hello.pid is the client's claim, for the log only (never signalled).
+    log_.debug("{}: session established (claims pid {})", c.peer, c.pid);
     wire::encode_control(c.out, wire::HelloOk{region_.info()});
   }
 
@@ -548,17 +550,21 @@ class ControlServer::Impl {
               reply_error(c, Errc::kInvalidArgument, "SetupShm needs a compute session");
               return;
             }
-            Status s = fences_.register_shm_client(c.compute_id, static_cast<pid_t>(c.pid));
-            if (!s) {
-              log_.warn("{}: SetupShm refused: {}", c.peer, s.to_string());
-              if (s.code() == Errc::kFenced) reply_error_and_close(c, s.code(), s.message());
-              else reply_error(c, s.code(), s.message());
+            // No registration here: the process to kill at a fence is the
+            // one the kernel names as the peer of the hand-off socket, once
+            // it presents this token (memory/shm_fd_server.h).
+            Result<std::array<uint8_t, 32>> token = shm_.issue(c.id, c.compute_id, c.fence_generation);
+            if (!token) {
+              log_.warn("{}: SetupShm refused: {}", c.peer, token.status().to_string());
+              reply_error(c, token.status().code(), token.status().message());
               return;
             }
-            log_.info("{}: shm client pid {} registered", c.peer, c.pid);
             wire::ShmInfo info;
-            info.path = region_.real_path();
+            info.socket_path = shm_.socket_path();
+            info.token = *token;
             info.region_size = region_.size();
+            info.device = region_.device();
+            info.inode = region_.inode();
             info.is_pmem = region_.is_pmem();
             wire::encode_control(c.out, info);
           } else {
@@ -683,6 +689,7 @@ class ControlServer::Impl {
 
   void close_conn(Conn& c) {
     if (c.state == State::kHandshake) --handshakes_;
+    shm_.revoke(c.id);
     ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
     ::close(c.fd);
     conns_.erase(c.id);
@@ -690,6 +697,7 @@ class ControlServer::Impl {
 
   void close_all() {
     for (auto& [id, c] : conns_) {
+      shm_.revoke(id);
       if (epoll_fd_ >= 0) ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
       ::close(c->fd);
     }
@@ -699,6 +707,7 @@ class ControlServer::Impl {
 
   Region& region_;
   FenceTable& fences_;
+  ShmFdServer& shm_;
   TcpDataPlane& data_plane_;
   uint64_t cluster_id_;
   std::string secret_;
@@ -715,9 +724,10 @@ class ControlServer::Impl {
   uint64_t connections_total_ = 0;
 };
 
-ControlServer::ControlServer(Region& region, FenceTable& fences, TcpDataPlane& data_plane, uint64_t cluster_id,
-                             std::string secret, Logger log)
-    : impl_(std::make_unique<Impl>(region, fences, data_plane, cluster_id, std::move(secret), std::move(log))) {}
+ControlServer::ControlServer(Region& region, FenceTable& fences, TcpDataPlane& data_plane, ShmFdServer& shm,
+                             uint64_t cluster_id, std::string secret, Logger log)
+    : impl_(std::make_unique<Impl>(region, fences, data_plane, shm, cluster_id, std::move(secret),
+                                   std::move(log))) {}
 
 ControlServer::~ControlServer() = default;
 

@@ -11,9 +11,12 @@
 // then a request/reply loop: RegionInfoRequest, StatsRequest, Fence (admin
 // sessions only), SetupTcp and SetupShm (compute sessions only). SetupTcp is
 // answered with Ok, after which the socket belongs to the tcp data plane
-// (bytes the client pipelined behind SetupTcp go with it). SetupShm opens a
-// pidfd for Hello.pid and registers it with the FenceTable, so a fence can
-// kill that process; the session stays a control session. A request that is
+// (bytes the client pipelined behind SetupTcp go with it). SetupShm is
+// answered with ShmInfo: the hand-off socket and a single-use token bound to
+// this session (memory/shm_fd_server.h), which the client redeems for the
+// region's descriptor; the process that redeems it is registered for
+// fencing (Hello.pid is never trusted). The session stays a control session;
+// its end revokes its unused tokens. A request that is
 // valid but not allowed for the session's role gets Error{kInvalidArgument}
 // and the session continues.
 //
@@ -38,6 +41,7 @@
 #include "common/wire/control.h"
 #include "memory/fence_table.h"
 #include "memory/region.h"
+#include "memory/shm_fd_server.h"
 #include "memory/tcp_data_plane.h"
 
 namespace pandora::memd {
@@ -55,8 +59,8 @@ class ControlServer {
   // Unsent replies above which a session is not read from until they drain.
   static constexpr size_t kMaxPendingOutput = 64u << 10;
 
-  ControlServer(Region& region, FenceTable& fences, TcpDataPlane& data_plane, uint64_t cluster_id,
-                std::string secret, Logger log);
+  ControlServer(Region& region, FenceTable& fences, TcpDataPlane& data_plane, ShmFdServer& shm,
+                uint64_t cluster_id, std::string secret, Logger log);
   ~ControlServer();
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;

@@ -12,5 +12,6 @@ inline constexpr int kExitSizeMismatch = 6;    // --size differs from the region
 inline constexpr int kExitNotARegion = 7;      // existing file is not a Pandora region
 inline constexpr int kExitIo = 8;              // cannot open/map/listen, disk full, ...
 inline constexpr int kExitWrongNode = 9;       // region formatted for another node id
+inline constexpr int kExitUnsafePermissions = 10;  // region file/directory open to other users
 
 }  // namespace pandora::memd

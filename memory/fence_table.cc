@@ -59,18 +59,7 @@ void FenceTable::prune_exited_locked() {
 
 Status FenceTable::register_shm_client(uint16_t compute_id, pid_t pid) {
   if (pid <= 1 || pid == ::getpid()) {
-    return Status(Errc::kInvalidArgument, "Hello.pid " + std::to_string(pid) +
-                                              " cannot be an shm client; send the client's own pid");
-  }
-  std::lock_guard<std::mutex> lock(shm_mu_);
-  // Checked under the lock: fence() sets the bit before it takes the lock to
-  // collect registrations, so either it sees this one or we see the bit.
-  if (is_fenced(compute_id)) {
-    return Status(Errc::kFenced, "compute node " + std::to_string(compute_id) + " is fenced");
-  }
-  prune_exited_locked();
-  if (shm_.size() >= kMaxShmClients) {
-    return Status(Errc::kIo, "too many shm clients registered (" + std::to_string(kMaxShmClients) + ")");
+    return Status(Errc::kInvalidArgument, "pid " + std::to_string(pid) + " cannot be an shm client");
   }
   int fd = sys_pidfd_open(pid);
   if (fd < 0) {
@@ -81,7 +70,27 @@ Status FenceTable::register_shm_client(uint16_t compute_id, pid_t pid) {
     }
     return Status(Errc::kIo, std::string("pidfd_open failed: ") + strerror(e));
   }
-  shm_.push_back(ShmClient{compute_id, pid, fd});
+  return register_shm_client(compute_id, pid, fd);
+}
+
+Status FenceTable::register_shm_client(uint16_t compute_id, pid_t pid, int pidfd) {
+  if (pid <= 1 || pid == ::getpid()) {
+    ::close(pidfd);
+    return Status(Errc::kInvalidArgument, "pid " + std::to_string(pid) + " cannot be an shm client");
+  }
+  std::lock_guard<std::mutex> lock(shm_mu_);
+  // Checked under the lock: fence() sets the bit before it takes the lock to
+  // collect registrations, so either it sees this one or we see the bit.
+  if (is_fenced(compute_id)) {
+    ::close(pidfd);
+    return Status(Errc::kFenced, "compute node " + std::to_string(compute_id) + " is fenced");
+  }
+  prune_exited_locked();
+  if (shm_.size() >= kMaxShmClients) {
+    ::close(pidfd);
+    return Status(Errc::kIo, "too many shm clients registered (" + std::to_string(kMaxShmClients) + ")");
+  }
+  shm_.push_back(ShmClient{compute_id, pid, pidfd});
   return Status::ok();
 }
 

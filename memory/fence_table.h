@@ -26,11 +26,14 @@
 //    could still store afterwards. To close that window, fence() kills every
 //    process that registered for shm under the fenced id (SIGKILL through a
 //    pidfd, so a recycled pid is never hit) and waits (bounded, 5 s) until
-//    the process has exited. Caveats, stated plainly: (1) stores the killed
-//    process made but never flushed are visible to everyone (caches are
-//    coherent) but only durable on platforms with eADR; (2) the pid is taken
-//    from the authenticated Hello - a client holding the cluster secret
-//    could name another process of the same user; (3) if the process does
+//    the process has exited. The process is the one the kernel names as the
+//    peer of the shm hand-off socket (memory/shm_fd_server.h) - the one that
+//    received the region's descriptor - never a pid a message claims, so a
+//    client cannot make the daemon kill a process of its choosing. Caveats,
+//    stated plainly: (1) stores the killed process made but never flushed
+//    are visible to everyone (caches are coherent) but only durable on
+//    platforms with eADR; (2) a process that passed the descriptor or the
+//    mapping on (e.g. to a forked child) is the only one killed; (3) if the process does
 //    not exit within the bound (e.g. stuck in uninterruptible sleep), fence()
 //    returns kTimeout and the guarantee does not hold yet.
 #pragma once
@@ -120,8 +123,13 @@ class FenceTable {
   // Remembers that process `pid` maps the region as compute node
   // `compute_id`, so a later fence can kill it. Opens a pidfd now. Errors:
   // kInvalidArgument (pid 0/1/self, or no such process), kIo (too many
-  // registrations, pidfd_open failed).
+  // registrations, pidfd_open failed). The pid must come from the kernel
+  // (the peer of a Unix socket), never from a message.
   Status register_shm_client(uint16_t compute_id, pid_t pid);
+  // The same with a pidfd the caller already holds (from SO_PEERPIDFD,
+  // which names the connecting process itself, immune to pid reuse); takes
+  // ownership of `pidfd` (closed on error too). `pid` is for the log.
+  Status register_shm_client(uint16_t compute_id, pid_t pid, int pidfd);
   // Registered shm processes still alive (prunes exited ones).
   size_t shm_clients();
 

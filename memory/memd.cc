@@ -16,35 +16,29 @@
 
 #include <fmt/format.h>
 
+#include "common/atomic_file.h"
 #include "common/endpoint.h"
 #include "common/heartbeat_sender.h"
+#include "common/transport/fd_passing.h"
 #include "common/logger.h"
 #include "common/secret.h"
 #include "memory/control_server.h"
 #include "memory/exit_codes.h"
 #include "memory/fence_table.h"
 #include "memory/region.h"
+#include "memory/shm_fd_server.h"
 #include "memory/tcp_data_plane.h"
 
 namespace pandora::memd {
 namespace {
 
-// Writes "PORT\n" to `path` atomically (temporary file + rename), so a
-// reader never sees a partial number.
+// Writes "PORT\n" to `path` atomically (common/atomic_file.h: no symlink
+// planted in the directory is followed), so a reader never sees a partial
+// number.
 Status write_port_file(const std::string& path, uint16_t port) {
-  std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  if (f == nullptr) return Status(Errc::kIo, fmt::format("cannot write --port-file {}: {}", tmp, strerror(errno)));
-  bool ok = std::fprintf(f, "%u\n", static_cast<unsigned>(port)) > 0;
-  ok = std::fflush(f) == 0 && ok;
-  ok = ::fsync(fileno(f)) == 0 && ok;
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    return Status(Errc::kIo, fmt::format("cannot write --port-file {}: {}", path, strerror(e)));
-  }
-  return Status::ok();
+  Status s = write_file_atomically(path, fmt::format("{}\n", port));
+  if (!s) return Status(s.code(), "--port-file: " + s.message());
+  return s;
 }
 
 // Shutdown requests arrive on a signalfd: SIGTERM/SIGINT are blocked in every
@@ -112,6 +106,9 @@ void declare_options(OptionSet& opts, MemdConfig& cfg) {
   opts.add_flag("format", &cfg.format,
                 "format an existing file whose first 4K are all zero (e.g. a fresh DAX device); "
                 "never touches a file with a non-zero header");
+  opts.add_flag("allow-unsafe-region-permissions", &cfg.allow_unsafe_region_permissions,
+                "start even if the region file or a directory above it is owned by another user or writable by "
+                "group/others (logged as a warning; by default such a region is refused with exit code 10)");
   opts.add_choice("log-level", &cfg.log_level, {"debug", "info", "warn", "error"}, "log verbosity");
   opts.add_u64("busy-poll-us", &cfg.busy_poll_us,
                "tcp data plane: keep polling this many microseconds after the last request before sleeping "
@@ -178,6 +175,10 @@ int run(const MemdConfig& cfg, const OptionSet& opts) {
     }
   }
   ::signal(SIGPIPE, SIG_IGN);  // sockets use MSG_NOSIGNAL; this covers everything else
+  // Growing a file past RLIMIT_FSIZE (ulimit -f) must be an error (EFBIG,
+  // reported as disk full with exit code 8), not a silent death that leaves
+  // a temporary file behind.
+  ::signal(SIGXFSZ, SIG_IGN);
   // Every compute thread holds a connection: use all the descriptors we may.
   if (rlimit rl{}; ::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
     rl.rlim_cur = rl.rlim_max;
@@ -192,6 +193,7 @@ int run(const MemdConfig& cfg, const OptionSet& opts) {
   ro.cluster_id = cfg.cluster_id;
   ro.node_id = static_cast<uint32_t>(cfg.node_id);
   ro.format_zeroed = cfg.format;
+  ro.allow_unsafe_permissions = cfg.allow_unsafe_region_permissions;
   RegionError rerr;
   std::unique_ptr<Region> region = Region::open(ro, log.child("region"), &rerr);
   if (!region) {
@@ -219,7 +221,21 @@ int run(const MemdConfig& cfg, const OptionSet& opts) {
   FenceTable fences(*region, cfg.threads, log.child("fence"));
   TcpDataPlane data_plane(*region, fences, cfg.threads, log.child("data"),
                           std::chrono::microseconds(cfg.busy_poll_us));
-  ControlServer control(*region, fences, data_plane, cfg.cluster_id, std::move(secret.value()),
+  // shm clients get the region's descriptor over a Unix socket in a
+  // private directory next to the region (in $TMPDIR or /tmp when that
+  // path would be too long for a Unix socket).
+  ShmFdServer::remove_stale_dirs(region->real_path(), log.child("shm"));
+  ShmFdServer shm(*region, fences, log.child("shm"));
+  std::string shm_dir = region->real_path() + ".shm.XXXXXX";
+  if (shm_dir.size() + 1 + std::strlen(ShmFdServer::kSocketName) > net::max_unix_path()) {
+    const char* tmpdir = getenv("TMPDIR");
+    shm_dir = std::string(tmpdir != nullptr && tmpdir[0] == '/' ? tmpdir : "/tmp") + "/pandora-memd.XXXXXX";
+  }
+  if (Status s = shm.start(shm_dir); !s) {
+    log.error("{}", s.message());
+    return kExitIo;
+  }
+  ControlServer control(*region, fences, data_plane, shm, cfg.cluster_id, std::move(secret.value()),
                         log.child("control"));
   Result<Endpoint> bound = control.listen(*listen_ep);
   if (!bound) {
@@ -275,6 +291,7 @@ int run(const MemdConfig& cfg, const OptionSet& opts) {
   } else {
     log.info("{} received; shutting down", signals.take());
   }
+  shm.stop();
   data_plane.stop();
   wire::StatsReply s = control.stats();
   region->mark_clean();

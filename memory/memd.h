@@ -34,6 +34,7 @@ struct MemdConfig {
   uint64_t log_size = 16ull << 20;
   uint64_t threads = 1;
   bool format = false;
+  bool allow_unsafe_region_permissions = false;
   std::string log_level = "info";
   uint64_t exit_with_pid = 0;  // 0: off
   uint64_t busy_poll_us = 0;   // 0: data-plane threads sleep in epoll_wait at once

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <libpmem.h>
+#include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -75,37 +77,133 @@ void write_control_area(uint8_t* base, bool is_pmem, const RegionHeader& h) {
 // An exclusive advisory lock on the region file for the daemon's lifetime:
 // two daemons serving one region would each believe they own the fence
 // bitmap and the state marker. Released automatically when the process dies.
-int lock_region_file(const std::string& path, RegionError* error) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int e = errno;
-    *error = fail(RegionFailure::kIo, fmt::format("cannot open region file {}: {}; check --pm-path and its "
-                                                  "permissions", path, errno_text(e)));
-    return -1;
+bool lock_region_fd(int fd, const std::string& path, RegionError* error) {
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
+  int e = errno;
+  if (e == EWOULDBLOCK) {
+    *error = fail(RegionFailure::kIo, fmt::format("region file {} is in use by another pandora-memd (it holds "
+                                                  "the file lock); stop that daemon or use another --pm-path",
+                                                  path));
+  } else {
+    *error = fail(RegionFailure::kIo, fmt::format("cannot lock region file {}: {}", path, errno_text(e)));
   }
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    int e = errno;
-    ::close(fd);
-    if (e == EWOULDBLOCK) {
-      *error = fail(RegionFailure::kIo, fmt::format("region file {} is in use by another pandora-memd (it holds "
-                                                    "the file lock); stop that daemon or use another --pm-path",
-                                                    path));
-    } else {
-      *error = fail(RegionFailure::kIo, fmt::format("cannot lock region file {}: {}", path, errno_text(e)));
-    }
-    return -1;
-  }
-  return fd;
+  return false;
+}
+
+std::string parent_dir(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
 }
 
 void fsync_parent_dir(const std::string& path) {
-  auto slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = ::open(parent_dir(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd >= 0) {
     ::fsync(fd);
     ::close(fd);
   }
+}
+
+// "1000 (alice)", or just the number when the user has no name.
+std::string user_text(uid_t uid) {
+  passwd pw{};
+  passwd* found = nullptr;
+  char buf[1024];
+  if (::getpwuid_r(uid, &pw, buf, sizeof(buf), &found) == 0 && found != nullptr) {
+    return fmt::format("{} ({})", uid, found->pw_name);
+  }
+  return std::to_string(uid);
+}
+
+// Why `st` (of `what` at `path`) is unsafe for a region, or "" when it is
+// safe. See check_region_permissions() in region.h for the rule.
+std::string unsafe_reason(const char* what, const std::string& path, const struct stat& st, uid_t euid) {
+  const bool owner_ok = st.st_uid == euid || st.st_uid == 0;
+  const bool others_write = (st.st_mode & (S_IWGRP | S_IWOTH)) != 0;
+  const bool sticky_dir = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) != 0;
+  if (owner_ok && (!others_write || sticky_dir)) return {};
+  std::string why = !owner_ok ? fmt::format("is owned by user {}, not by this daemon's user {}", user_text(st.st_uid),
+                                            user_text(euid))
+                              : std::string(S_ISDIR(st.st_mode) ? "is writable by group or others and not sticky"
+                                                                : "is writable by group or others");
+  return fmt::format("{} {} {} (owner {}, mode {:04o})", what, path, why, user_text(st.st_uid),
+                     st.st_mode & 07777);
+}
+
+// Turns ENOSPC/EFBIG into the "disk full" wording the README promises.
+std::string space_error(int e, const std::string& path, uint64_t bytes) {
+  if (e == ENOSPC || e == EDQUOT) {
+    return fmt::format("disk full: cannot allocate {} for region {}: {}; free space on its file system or choose "
+                       "a smaller --size", size_text(bytes), path, errno_text(e));
+  }
+  if (e == EFBIG) {
+    return fmt::format("disk full: cannot allocate {} for region {}: {} (the file size limit, ulimit -f, or the "
+                       "file system's maximum file size is smaller)", size_text(bytes), path, errno_text(e));
+  }
+  return fmt::format("cannot allocate {} for region {}: {}", size_text(bytes), path, errno_text(e));
+}
+
+// Makes sure every block of [0, bytes) of the regular file `fd` is
+// allocated, so that no later store into the mapping can hit a hole on a
+// full file system (SIGBUS). Allocating keeps the file's content. Files
+// that report all their blocks allocated are left alone (cheap).
+bool allocate(int fd, const struct stat& st, uint64_t bytes, const std::string& path, RegionError* error) {
+  if (!S_ISREG(st.st_mode)) return true;  // DAX devices have no holes
+  if (static_cast<uint64_t>(st.st_size) >= bytes && static_cast<uint64_t>(st.st_blocks) * 512 >= bytes) {
+    return true;
+  }
+  int e = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  if (e == 0) return true;
+  *error = fail(RegionFailure::kIo, space_error(e, path, bytes));
+  return false;
+}
+
+// Whether anything after the first 4 KiB is non-zero: read through the
+// mapping for a DAX device (`map`), else from the file, skipping holes.
+bool nonzero_after_header(int fd, const uint8_t* map, uint64_t size) {
+  if (map != nullptr) return size > kHeaderArea && !all_zero(map + kHeaderArea, size - kHeaderArea);
+  std::vector<uint8_t> buf(1 << 20);
+  off_t at = static_cast<off_t>(kHeaderArea);
+  while (static_cast<uint64_t>(at) < size) {
+    off_t data = ::lseek(fd, at, SEEK_DATA);
+    if (data < 0) return false;  // ENXIO: only holes up to the end
+    off_t hole = ::lseek(fd, data, SEEK_HOLE);
+    if (hole < 0) hole = static_cast<off_t>(size);
+    for (off_t off = data; off < hole;) {
+      ssize_t n = ::pread(fd, buf.data(), std::min<size_t>(buf.size(), static_cast<size_t>(hole - off)), off);
+      if (n <= 0) return true;  // unreadable: assume something is there
+      if (!all_zero(buf.data(), static_cast<size_t>(n))) return true;
+      off += n;
+    }
+    at = hole;
+  }
+  return false;
+}
+
+// The error for a file whose first 4 KiB are all zero. With data behind
+// them, that is a region whose header was zeroed or lost: --format would
+// erase what may be intact, so nothing destructive is suggested. Only a
+// file that is zero throughout is a blank one to format.
+RegionError zeroed_header_error(const std::string& path, bool data_behind) {
+  if (data_behind) {
+    return fail(RegionFailure::kCorruptHeader,
+                fmt::format("region {}: the header (first 4K) is all zero - zeroed, lost or unreadable - but the "
+                            "file holds data after it, which may be intact. Not starting and not changing the file: "
+                            "keep a copy of it, then restore the region from a replica or a backup",
+                            path));
+  }
+  return fail(RegionFailure::kNotARegion,
+              fmt::format("{} exists but is blank (all zero, e.g. a fresh DAX device or a pre-allocated file): it "
+                          "is not a region yet. Rerun with --format to make the whole file a region, or remove it "
+                          "and pass --size to create one",
+                          path));
+}
+
+// Maps the open region file `fd` whole with PMDK. Going through
+// /proc/self/fd keeps PMDK's choices (MAP_SYNC, device-DAX alignment, the
+// is_pmem verdict) while binding the mapping to the inode we opened and
+// validated, never to whatever the path names by now.
+void* map_fd(int fd, size_t* mapped, int* is_pmem) {
+  return pmem_map_file(fmt::format("/proc/self/fd/{}", fd).c_str(), 0, 0, 0, mapped, is_pmem);
 }
 
 }  // namespace
@@ -121,6 +219,7 @@ int exit_code_for(RegionFailure failure) {
     case RegionFailure::kWrongNode: return kExitWrongNode;
     case RegionFailure::kSizeMismatch: return kExitSizeMismatch;
     case RegionFailure::kIo: return kExitIo;
+    case RegionFailure::kUnsafePermissions: return kExitUnsafePermissions;
   }
   return kExitIo;
 }
@@ -246,18 +345,73 @@ RegionError validate_header(const RegionHeader& h, uint64_t file_size, const Reg
   return {};
 }
 
+RegionError check_region_permissions(const std::string& real_path, const struct stat* file_st, uid_t euid) {
+  std::vector<std::string> problems;
+  if (file_st != nullptr) {
+    if (std::string why = unsafe_reason("region file", real_path, *file_st, euid); !why.empty()) {
+      problems.push_back(std::move(why));
+    }
+  }
+  // Every directory from the file's own up to "/": whoever may rename an
+  // entry anywhere on the way can put another file at this path.
+  for (std::string dir = parent_dir(real_path);; dir = parent_dir(dir)) {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) {
+      problems.push_back(fmt::format("cannot stat directory {}: {}", dir, errno_text(errno)));
+    } else if (std::string why = unsafe_reason("directory", dir, st, euid); !why.empty()) {
+      problems.push_back(std::move(why));
+    }
+    if (dir == "/" || dir == ".") break;
+  }
+  if (problems.empty()) return {};
+  std::string text;
+  for (const auto& p : problems) text += (text.empty() ? "" : "; ") + p;
+  return fail(RegionFailure::kUnsafePermissions,
+              fmt::format("refusing region {}: {}. Another user could read and change every balance and set fence "
+                          "bits, or swap in a file of their own. Fix the owner and mode (chown, chmod go-w) or move "
+                          "the region to a directory only this user can write; --allow-unsafe-region-permissions "
+                          "starts anyway (not recommended)",
+                          real_path, text));
+}
+
+namespace {
+
+// Applies check_region_permissions: an error unless the operator allowed
+// unsafe permissions, in which case it is logged as a warning.
+bool permissions_acceptable(const RegionOptions& opts, const std::string& real_path, const struct stat* file_st,
+                            const Logger& log, RegionError* error) {
+  RegionError p = check_region_permissions(real_path, file_st, ::geteuid());
+  if (p.failure == RegionFailure::kNone) return true;
+  if (opts.allow_unsafe_permissions) {
+    log.warn("--allow-unsafe-region-permissions: starting anyway: {}", p.message);
+    return true;
+  }
+  *error = p;
+  return false;
+}
+
+std::string resolved_path(const std::string& path) {
+  char resolved[PATH_MAX];
+  return ::realpath(path.c_str(), resolved) != nullptr ? std::string(resolved) : std::string();
+}
+
+}  // namespace
+
 std::unique_ptr<Region> Region::open(const RegionOptions& opts, const Logger& log, RegionError* error) {
   *error = {};
   std::unique_ptr<Region> r(new Region());
-  struct stat st {};
-  bool exists = ::stat(opts.path.c_str(), &st) == 0;
-  if (!exists && errno != ENOENT) {
+  // Open first, then judge what was opened (fstat): checking a path and then
+  // opening it would leave a window to swap the file in between.
+  int fd = ::open(opts.path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0 && errno != ENOENT) {
     int e = errno;
-    *error = fail(RegionFailure::kIo, fmt::format("cannot stat --pm-path {}: {}", opts.path, errno_text(e)));
+    *error = fail(RegionFailure::kIo, fmt::format("cannot open region file {}: {}; check --pm-path and its "
+                                                  "permissions (the daemon needs read-write access)",
+                                                  opts.path, errno_text(e)));
     return nullptr;
   }
 
-  if (!exists) {
+  if (fd < 0) {
     // ---- create ----------------------------------------------------------
     if (!opts.size) {
       *error = fail(RegionFailure::kUsage, fmt::format("region {} does not exist; --size is required to create it "
@@ -269,46 +423,68 @@ std::unique_ptr<Region> Region::open(const RegionOptions& opts, const Logger& lo
       *error = g;
       return nullptr;
     }
-    std::string tmp = fmt::format("{}.formatting.{}", opts.path, getpid());
-    ::unlink(tmp.c_str());  // a leftover of a crashed daemon that had our pid
+    const std::string dir = resolved_path(parent_dir(opts.path));
+    if (dir.empty()) {
+      int e = errno;
+      *error = fail(RegionFailure::kIo, fmt::format("cannot create region file {}: its directory {}: {}", opts.path,
+                                                    parent_dir(opts.path), errno_text(e)));
+      return nullptr;
+    }
+    const std::string base_name = opts.path.substr(opts.path.rfind('/') + 1);
+    if (!permissions_acceptable(opts, dir + "/" + base_name, nullptr, log, error)) return nullptr;
+    // An unpredictable temporary name, created with O_EXCL (mkostemp never
+    // follows a symlink planted at the name), in the target's directory so
+    // that link() below is atomic.
+    std::string tmp = fmt::format("{}.formatting.XXXXXX", opts.path);
+    fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+    if (fd < 0) {
+      int e = errno;
+      *error = fail(RegionFailure::kIo, fmt::format("cannot create region file {} ({}): {}; check the directory "
+                                                    "exists and is writable", opts.path, tmp, errno_text(e)));
+      return nullptr;
+    }
+    r->fd_ = fd;
+    // Every failure from here on removes the temporary file.
+    auto give_up = [&](RegionError e) -> std::unique_ptr<Region> {
+      ::unlink(tmp.c_str());
+      *error = std::move(e);
+      return nullptr;
+    };
+    struct stat st {};
+    ::fstat(fd, &st);
+    // Not sparse: allocating now turns "disk full" (ENOSPC, or EFBIG under
+    // ulimit -f: the daemon ignores SIGXFSZ) into a start-up error instead
+    // of a SIGBUS on a later store.
+    RegionError alloc;
+    if (!allocate(fd, st, *opts.size, opts.path, &alloc)) return give_up(alloc);
     size_t mapped = 0;
     int is_pmem = 0;
-    // Not sparse: allocating now turns "disk full" into a start-up error
-    // instead of a SIGBUS on a later store.
-    void* p = pmem_map_file(tmp.c_str(), *opts.size, PMEM_FILE_CREATE | PMEM_FILE_EXCL, 0600, &mapped, &is_pmem);
+    void* p = map_fd(fd, &mapped, &is_pmem);
     if (p == nullptr) {
-      *error = fail(RegionFailure::kIo, fmt::format("cannot create region file {} ({}): {}; check the directory "
-                                                    "exists, is writable and has {} free", opts.path, tmp,
-                                                    pmem_errormsg(), size_text(*opts.size)));
-      return nullptr;
+      return give_up(fail(RegionFailure::kIo, fmt::format("cannot map new region file {} ({}): {}", opts.path, tmp,
+                                                          pmem_errormsg())));
     }
+    r->base_ = static_cast<uint8_t*>(p);
+    r->mapped_len_ = mapped;
     RegionHeader h = make_header(*opts.size, opts.log_size, opts.cluster_id, opts.node_id, now_realtime_ns());
-    write_control_area(static_cast<uint8_t*>(p), is_pmem != 0, h);
+    write_control_area(r->base_, is_pmem != 0, h);
     // Lock the new inode before it gets its final name, so no second daemon
     // can slip in between link() and the lock.
-    int lock_fd = lock_region_file(tmp, error);
-    if (lock_fd < 0) {
-      pmem_unmap(p, mapped);
-      ::unlink(tmp.c_str());
-      return nullptr;
-    }
-    r->lock_fd_ = lock_fd;
+    RegionError lock_error;
+    if (!lock_region_fd(fd, tmp, &lock_error)) return give_up(lock_error);
     // The data is durable (persisted above); make the allocation and then
     // the name durable before the region counts as created.
-    ::fsync(lock_fd);
+    ::fsync(fd);
+    // link(2) fails if the name exists (also as a dangling symlink), which
+    // gives O_EXCL semantics for the final name.
     if (::link(tmp.c_str(), opts.path.c_str()) != 0) {
       int e = errno;
-      pmem_unmap(p, mapped);
-      ::unlink(tmp.c_str());
-      *error = fail(RegionFailure::kIo, fmt::format("cannot create region file {}: {}{}", opts.path,
-                                                    errno_text(e), e == EEXIST ? " (another process created it "
-                                                    "at the same time)" : ""));
-      return nullptr;
+      return give_up(fail(RegionFailure::kIo, fmt::format("cannot create region file {}: {}{}", opts.path,
+                                                          errno_text(e), e == EEXIST ? " (another process created "
+                                                          "it at the same time)" : "")));
     }
     ::unlink(tmp.c_str());
     fsync_parent_dir(opts.path);
-    r->base_ = static_cast<uint8_t*>(p);
-    r->mapped_len_ = mapped;
     r->size_ = *opts.size;
     r->is_pmem_ = is_pmem != 0;
     r->created_ = true;
@@ -317,14 +493,30 @@ std::unique_ptr<Region> Region::open(const RegionOptions& opts, const Logger& lo
              size_text(h.log_size), h.cluster_id, h.node_id);
   } else {
     // ---- open existing: validate before writing anything -----------------
+    r->fd_ = fd;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      int e = errno;
+      *error = fail(RegionFailure::kIo, fmt::format("cannot stat region file {}: {}", opts.path, errno_text(e)));
+      return nullptr;
+    }
     if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) {
       *error = fail(RegionFailure::kNotARegion, fmt::format("--pm-path {} is neither a file nor a DAX device",
                                                             opts.path));
       return nullptr;
     }
-    int lock_fd = lock_region_file(opts.path, error);
-    if (lock_fd < 0) return nullptr;
-    r->lock_fd_ = lock_fd;
+    // The directories checked must lead to the inode we opened.
+    const std::string real = resolved_path(opts.path);
+    struct stat again {};
+    if (real.empty() || ::stat(real.c_str(), &again) != 0 || again.st_dev != st.st_dev ||
+        again.st_ino != st.st_ino) {
+      *error = fail(RegionFailure::kIo, fmt::format("region file {} changed while it was being opened (renamed or "
+                                                    "replaced); is someone else managing this directory?",
+                                                    opts.path));
+      return nullptr;
+    }
+    if (!permissions_acceptable(opts, real, &st, log, error)) return nullptr;
+    if (!lock_region_fd(fd, opts.path, error)) return nullptr;
 
     uint8_t head[kHeaderArea] = {};
     uint64_t file_size = 0;
@@ -335,7 +527,7 @@ std::unique_ptr<Region> Region::open(const RegionOptions& opts, const Logger& lo
       // Plain read: validating must work even for a file too small to map.
       file_size = static_cast<uint64_t>(st.st_size);
       size_t want = static_cast<size_t>(std::min<uint64_t>(file_size, kHeaderArea));
-      ssize_t got = ::pread(lock_fd, head, want, 0);
+      ssize_t got = ::pread(fd, head, want, 0);
       if (got != static_cast<ssize_t>(want)) {
         *error = fail(RegionFailure::kIo, fmt::format("cannot read the header of {}: {}", opts.path,
                                                       got < 0 ? errno_text(errno) : "short read"));
@@ -343,7 +535,7 @@ std::unique_ptr<Region> Region::open(const RegionOptions& opts, const Logger& lo
       }
     } else {
       // Device DAX supports no read(2): map first (mapping writes nothing).
-      p = pmem_map_file(opts.path.c_str(), 0, 0, 0, &mapped, &is_pmem);
+      p = map_fd(fd, &mapped, &is_pmem);
       if (p == nullptr) {
         *error = fail(RegionFailure::kIo, fmt::format("cannot map {}: {}", opts.path, pmem_errormsg()));
         return nullptr;
@@ -359,10 +551,7 @@ std::unique_ptr<Region> Region::open(const RegionOptions& opts, const Logger& lo
     bool format = false;
     if (all_zero(head, kHeaderArea)) {
       if (!opts.format_zeroed) {
-        *error = fail(RegionFailure::kNotARegion,
-                      fmt::format("{} exists but is not formatted (its first 4K are all zero); rerun with --format "
-                                  "to make the whole file a region, or remove it and pass --size to create one",
-                                  opts.path));
+        *error = zeroed_header_error(opts.path, nonzero_after_header(fd, r->base_, file_size));
         return nullptr;
       }
       if (opts.size && *opts.size != file_size) {
@@ -393,8 +582,12 @@ std::unique_ptr<Region> Region::open(const RegionOptions& opts, const Logger& lo
       }
     }
 
+    // A region copied as a sparse file, or a sparse file to format, has
+    // holes: a store into one on a full file system is a SIGBUS. Allocate
+    // them now (the content stays as it is).
+    if (!allocate(fd, st, file_size, opts.path, error)) return nullptr;
     if (p == nullptr) {
-      p = pmem_map_file(opts.path.c_str(), 0, 0, 0, &mapped, &is_pmem);
+      p = map_fd(fd, &mapped, &is_pmem);
       if (p == nullptr) {
         *error = fail(RegionFailure::kIo, fmt::format("cannot map region {}: {}; check permissions (the daemon "
                                                       "needs read-write access)", opts.path, pmem_errormsg()));
@@ -428,8 +621,22 @@ std::unique_ptr<Region> Region::open(const RegionOptions& opts, const Logger& lo
     }
   }
 
-  char resolved[PATH_MAX];
-  r->real_path_ = ::realpath(opts.path.c_str(), resolved) != nullptr ? std::string(resolved) : opts.path;
+  r->real_path_ = resolved_path(opts.path);
+  if (r->real_path_.empty()) r->real_path_ = opts.path;
+  struct stat st {};
+  ::fstat(r->fd_, &st);
+  r->device_ = static_cast<uint64_t>(st.st_dev);
+  r->inode_ = static_cast<uint64_t>(st.st_ino);
+  // Clients get their own open file description of the same inode (never
+  // the path, and never ours: a client could otherwise flock(LOCK_UN) the
+  // daemon's lock, which belongs to the description).
+  r->client_fd_ = ::open(fmt::format("/proc/self/fd/{}", r->fd_).c_str(), O_RDWR | O_CLOEXEC);
+  if (r->client_fd_ < 0) {
+    int e = errno;
+    *error = fail(RegionFailure::kIo, fmt::format("cannot reopen region {} for shm clients through /proc/self/fd: {}",
+                                                  opts.path, errno_text(e)));
+    return nullptr;
+  }
   std::memcpy(&r->state_at_open_, r->base_ + kRegionStateOffset, sizeof(RegionState));
   r->log_ = log;
   return r;
@@ -437,7 +644,8 @@ std::unique_ptr<Region> Region::open(const RegionOptions& opts, const Logger& lo
 
 Region::~Region() {
   if (base_ != nullptr) pmem_unmap(base_, mapped_len_);
-  if (lock_fd_ >= 0) ::close(lock_fd_);
+  if (client_fd_ >= 0) ::close(client_fd_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 wire::RegionInfo Region::info() const {

@@ -9,16 +9,25 @@
 // memory/exit_codes.h. Only after validation succeeds does open() update the
 // RegionState (start counter, clean-shutdown marker).
 //
-// A new region is created under a temporary name, formatted, persisted and
-// only then linked to its final name (link(2) fails if the name exists, which
-// gives O_EXCL semantics), so a crash while formatting never leaves a
-// half-formatted file under the configured path.
+// A new region is created under an unpredictable temporary name (mkostemp:
+// O_EXCL, never following a planted symlink) in the target's directory,
+// fully allocated (posix_fallocate: disk full is an error now, not a SIGBUS
+// later), formatted, persisted and only then linked to its final name
+// (link(2) fails if the name exists, which gives O_EXCL semantics), so a
+// crash while formatting never leaves a half-formatted file under the
+// configured path; every failure removes the temporary file. An existing
+// file is opened once, judged by fstat (check_region_permissions) and
+// mapped through that descriptor, never by its path again; its holes are
+// allocated before it is mapped.
 //
 // Persistence: when PMDK reports the mapping as persistent memory (real DAX,
 // or PMEM_IS_PMEM_FORCE=1), stores are made durable with cache-line flushes
 // plus a drain (pmem_flush / pmem_drain); otherwise every persist is a
 // pmem_msync of the touched pages, which is correct but slow.
 #pragma once
+
+#include <sys/stat.h>
+#include <sys/types.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -42,7 +51,8 @@ enum class RegionFailure : uint8_t {
   kWrongCluster,   // formatted for another cluster id
   kWrongNode,      // formatted for another memory-node id
   kSizeMismatch,   // --size / --log-size / file size disagree with the header
-  kIo,             // an operating-system call failed
+  kIo,             // an operating-system call failed (also disk full)
+  kUnsafePermissions,  // the file or a directory above it is open to other users
 };
 
 // The memd exit code (memory/exit_codes.h) for a failure.
@@ -66,7 +76,26 @@ struct RegionOptions {
   // Format an existing file whose first 4 KiB are all zero (a fresh DAX
   // device or a pre-allocated file). Never formats a non-zero header.
   bool format_zeroed = false;
+  // Start even when check_region_permissions() objects (logged as a
+  // warning): --allow-unsafe-region-permissions.
+  bool allow_unsafe_permissions = false;
 };
+
+// The permission rule for a region (`real_path`: absolute, symlinks
+// resolved; `file_st`: the opened file, or nullptr when it is about to be
+// created). Safe means that no user but the daemon's (`euid`) and root can
+// change the region's content or what its path names:
+//  * the file is owned by `euid` or root and is not writable by group or
+//    others;
+//  * every directory from the file's own up to "/" is owned by `euid` or
+//    root and is either not writable by group or others, or sticky (+t, as
+//    /tmp and /dev/shm): in a sticky directory others may add entries but
+//    cannot rename or remove ours, and the file itself is checked above.
+// Reading by others is not checked (shm clients get a file descriptor, so
+// nobody needs to open the region by path; chmod 600 keeps the data private).
+// kUnsafePermissions with a message naming each offending file or
+// directory, its owner and its mode; kNone when safe.
+RegionError check_region_permissions(const std::string& real_path, const struct stat* file_st, uid_t euid);
 
 // Checks a header read from an existing file against what the daemon was
 // started with. Pure (no I/O); `file_size` is the size of the file or device.
@@ -100,8 +129,15 @@ class Region {
   const RegionHeader& header() const { return header_; }
   uint64_t data_offset() const { return header_.data_offset; }
   bool is_pmem() const { return is_pmem_; }
-  // Canonical absolute path of the region file (what shm clients map).
+  // Canonical absolute path of the region file (for messages).
   const std::string& real_path() const { return real_path_; }
+  // A read-write descriptor of the region file for shm clients (its own open
+  // file description, so a client cannot release the daemon's lock). Owned
+  // by the Region; send it, never close it.
+  int client_fd() const { return client_fd_; }
+  // st_dev and st_ino of the region file: what shm clients verify.
+  uint64_t device() const { return device_; }
+  uint64_t inode() const { return inode_; }
   // Whether open() created and formatted the file.
   bool created() const { return created_; }
 
@@ -143,7 +179,9 @@ class Region {
   RegionHeader header_{};
   RegionState state_at_open_{};
   std::string real_path_;
-  int lock_fd_ = -1;  // holds the exclusive flock for the daemon's lifetime
+  int fd_ = -1;  // read-write; holds the exclusive flock for the daemon's lifetime
+  int client_fd_ = -1;
+  uint64_t device_ = 0, inode_ = 0;
   std::optional<Logger> log_;
 };
 

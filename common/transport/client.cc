@@ -162,7 +162,10 @@ Result<std::unique_ptr<Connection>> open_connection(const Endpoint& ep, const Cl
   if (!reply) return reply.status();
   const auto* info = std::get_if<wire::ShmInfo>(&*reply);
   if (info == nullptr) return unexpected_reply(*reply, "ShmInfo");
-  return ShmConnection::open(net::UniqueFd(cc.release_fd()), cc.region(), *info, id.compute_id);
+  Result<net::UniqueFd> region_fd = ShmConnection::fetch_region_fd(*info, options.connect_timeout);
+  if (!region_fd) return region_fd.status();
+  return ShmConnection::open(net::UniqueFd(cc.release_fd()), cc.region(), *info, std::move(region_fd.value()),
+                             id.compute_id);
 }
 
 }  // namespace pandora

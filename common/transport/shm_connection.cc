@@ -2,6 +2,7 @@
 
 #include <libpmem.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,7 +12,9 @@
 
 #include "common/region_layout.h"
 #include "common/word_copy.h"
+#include "common/transport/fd_passing.h"
 #include "common/transport/op_check.h"
+#include "common/wire/shm_handoff.h"
 
 namespace pandora {
 
@@ -24,12 +27,41 @@ constexpr std::chrono::milliseconds kSessionCheckInterval{1};
 
 }  // namespace
 
-Result<std::unique_ptr<Connection>> ShmConnection::open(net::UniqueFd control_fd, const wire::RegionInfo& region,
-                                                        const wire::ShmInfo& shm, uint16_t compute_id) {
-  if (compute_id == 0) return Status(Errc::kInvalidArgument, "shm connection needs a compute id (1..65535)");
-  if (shm.path.empty() || shm.path.front() != '/') {
-    return Status(Errc::kProtocol, fmt::format("daemon sent an unusable region path '{}'", shm.path));
+Result<net::UniqueFd> ShmConnection::fetch_region_fd(const wire::ShmInfo& shm, std::chrono::milliseconds timeout) {
+  const net::Deadline deadline = net::deadline_after(timeout);
+  Result<net::UniqueFd> sock = net::connect_unix(shm.socket_path, deadline);
+  if (!sock) {
+    return Status(sock.status().code(), fmt::format("shm hand-off socket of the memory daemon: {}",
+                                                    sock.status().message()));
   }
+  wire::ShmFdRequest request;
+  request.token = shm.token;
+  if (Status s = net::send_message(sock->get(), {reinterpret_cast<const uint8_t*>(&request), sizeof(request)}, -1,
+                                   deadline);
+      !s) {
+    return s;
+  }
+  wire::ShmFdReply reply;
+  net::UniqueFd fd;
+  Result<size_t> n =
+      net::recv_message(sock->get(), {reinterpret_cast<uint8_t*>(&reply), sizeof(reply)}, &fd, deadline);
+  if (!n) return n.status();
+  if (*n != sizeof(reply) || reply.magic != wire::kShmHandoffMagic || reply.version != wire::kShmHandoffVersion) {
+    return Status(Errc::kProtocol, "malformed reply on the shm hand-off socket");
+  }
+  if (reply.status != 0) {
+    const auto code = reply.status <= static_cast<uint8_t>(Errc::kUnavailable) ? static_cast<Errc>(reply.status)
+                                                                                : Errc::kProtocol;
+    return Status(code, fmt::format("the memory daemon refused the shm hand-off: {}", reply.message_text()));
+  }
+  if (!fd.valid()) return Status(Errc::kProtocol, "the shm hand-off reply carries no file descriptor");
+  return fd;
+}
+
+Result<std::unique_ptr<Connection>> ShmConnection::open(net::UniqueFd control_fd, const wire::RegionInfo& region,
+                                                        const wire::ShmInfo& shm, net::UniqueFd region_fd,
+                                                        uint16_t compute_id) {
+  if (compute_id == 0) return Status(Errc::kInvalidArgument, "shm connection needs a compute id (1..65535)");
   const long page = ::sysconf(_SC_PAGESIZE);
   if (region.data_offset < kFenceBitmapOffset + kFenceBitmapBytes || region.data_offset > region.region_size ||
       region.data_offset % static_cast<uint64_t>(page) != 0 || shm.region_size != region.region_size) {
@@ -37,36 +69,46 @@ Result<std::unique_ptr<Connection>> ShmConnection::open(net::UniqueFd control_fd
                   fmt::format("inconsistent region description: size {} (shm info {}), data offset {}",
                               region.region_size, shm.region_size, region.data_offset));
   }
-
-  size_t mapped_len = 0;
-  int local_is_pmem = 0;
-  // len 0 + no flags: map the whole existing file, never create one.
-  void* p = pmem_map_file(shm.path.c_str(), 0, 0, 0, &mapped_len, &local_is_pmem);
-  if (p == nullptr) {
-    return Status(Errc::kIo, fmt::format("cannot map region file {}: {}", shm.path, pmem_errormsg()));
+  // The descriptor must be the very file the daemon described: a regular
+  // file of exactly the region's size, or a DAX character device.
+  struct stat st {};
+  if (::fstat(region_fd.get(), &st) != 0) {
+    return Status(Errc::kIo, fmt::format("fstat of the region descriptor: {}", std::strerror(errno)));
   }
+  const bool regular = S_ISREG(st.st_mode);
+  if ((!regular && !S_ISCHR(st.st_mode)) || static_cast<uint64_t>(st.st_dev) != shm.device ||
+      static_cast<uint64_t>(st.st_ino) != shm.inode ||
+      (regular && static_cast<uint64_t>(st.st_size) != shm.region_size)) {
+    return Status(Errc::kMismatch,
+                  fmt::format("the region descriptor is not the file the daemon described (device {:#x} inode {} "
+                              "size {}; got device {:#x} inode {} size {})",
+                              shm.device, shm.inode, shm.region_size, static_cast<uint64_t>(st.st_dev),
+                              static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_size)));
+  }
+  void* p = ::mmap(nullptr, region.region_size, PROT_READ | PROT_WRITE, MAP_SHARED, region_fd.get(), 0);
+  if (p == MAP_FAILED) {
+    return Status(Errc::kIo, fmt::format("cannot map the region: {}", std::strerror(errno)));
+  }
+  region_fd.reset();  // the mapping keeps the file
+  const size_t mapped_len = region.region_size;
   auto* base = static_cast<uint8_t*>(p);
   auto fail = [&](Errc code, std::string msg) -> Result<std::unique_ptr<Connection>> {
-    pmem_unmap(p, mapped_len);
+    ::munmap(p, mapped_len);
     return Status(code, std::move(msg));
   };
-  if (mapped_len != region.region_size) {
-    return fail(Errc::kMismatch, fmt::format("region file {} is {} bytes; the daemon says {}", shm.path,
-                                             mapped_len, region.region_size));
-  }
   RegionHeader header;
   std::memcpy(&header, base + kRegionHeaderOffset, sizeof(header));
   if (header.magic != kRegionMagic || header.cluster_id != region.cluster_id ||
       header.region_size != region.region_size || header.data_offset != region.data_offset) {
-    return fail(Errc::kMismatch, fmt::format("{} is not the region the daemon described (cluster {:#x})",
-                                             shm.path, region.cluster_id));
+    return fail(Errc::kMismatch, fmt::format("the mapped file is not the region the daemon described (cluster {:#x})",
+                                             region.cluster_id));
   }
   if (::mprotect(p, region.data_offset, PROT_READ) != 0) {
     return fail(Errc::kIo, fmt::format("mprotect of the region header: {}", std::strerror(errno)));
   }
   // The daemon owns the region and knows whether it is persistent memory
   // (real DAX or forced on /dev/shm); trust either verdict.
-  bool is_pmem = shm.is_pmem || local_is_pmem != 0;
+  bool is_pmem = shm.is_pmem || pmem_is_pmem(p, mapped_len) != 0;
   return std::unique_ptr<Connection>(
       new ShmConnection(std::move(control_fd), region, base, mapped_len, is_pmem, compute_id));
 }
@@ -82,7 +124,7 @@ ShmConnection::ShmConnection(net::UniqueFd control_fd, const wire::RegionInfo& r
       fence_word_(reinterpret_cast<const uint64_t*>(base + fence_word_offset(compute_id))),
       fence_mask_(fence_bit_mask(compute_id)) {}
 
-ShmConnection::~ShmConnection() { pmem_unmap(base_, mapped_len_); }
+ShmConnection::~ShmConnection() { ::munmap(base_, mapped_len_); }
 
 void ShmConnection::post_read(uint64_t remote, void* local, uint32_t len, uint64_t wr_id) {
   post({OpType::kRead, len, remote, local, 0, 0, wr_id});

@@ -2,6 +2,13 @@
 // itself (a CXL-style shared memory on one host) and executes one-sided
 // operations with its own loads, stores and atomics.
 //
+// The region is never opened by path: whoever can rename files in the
+// region's directory could swap in a look-alike. The daemon hands the open
+// file descriptor over a Unix socket (fetch_region_fd(), protocol in
+// common/wire/shm_handoff.h), and open() maps it only if fstat shows the
+// device, inode and size the daemon reported on the authenticated control
+// session.
+//
 // Semantics (beyond transport.h):
 //  * Operations execute synchronously inside flush(), in posted order; their
 //    completions are then ready for poll(). wait() never blocks: nothing can
@@ -43,13 +50,23 @@ namespace pandora {
 
 class ShmConnection final : public Connection {
  public:
-  // Maps the region described by `shm` (the daemon's reply to SetupShm on
-  // the control session `control_fd`, whose HelloOk described `region`) and
-  // takes over that session. `compute_id` selects the fence bit to watch.
-  // kIo when the file cannot be mapped, kMismatch when it is not the region
-  // the daemon described.
+  // Obtains the region's file descriptor from the daemon: connects to
+  // shm.socket_path and presents shm.token (single use). Errors: the
+  // daemon's refusal (e.g. kFenced, kAuthFailed for an unknown token),
+  // kDisconnected/kTimeout when the hand-off socket does not answer,
+  // kProtocol for a malformed reply or one without a descriptor.
+  static Result<net::UniqueFd> fetch_region_fd(const wire::ShmInfo& shm, std::chrono::milliseconds timeout);
+
+  // Maps `region_fd` (from fetch_region_fd) as the region described by `shm`
+  // (the daemon's reply to SetupShm on the control session `control_fd`,
+  // whose HelloOk described `region`) and takes over that session.
+  // `compute_id` selects the fence bit to watch. kMismatch when the
+  // descriptor is not the file the daemon described (device, inode, size,
+  // header), kIo when it cannot be mapped. The descriptor is closed either
+  // way (the mapping keeps the file).
   static Result<std::unique_ptr<Connection>> open(net::UniqueFd control_fd, const wire::RegionInfo& region,
-                                                  const wire::ShmInfo& shm, uint16_t compute_id);
+                                                  const wire::ShmInfo& shm, net::UniqueFd region_fd,
+                                                  uint16_t compute_id);
   ~ShmConnection() override;
 
   void post_read(uint64_t remote, void* local, uint32_t len, uint64_t wr_id) override;

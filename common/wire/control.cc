@@ -165,8 +165,11 @@ void encode_body(Writer&, const Ok&) {}
 void encode_body(Writer&, const SetupTcp&) {}
 void encode_body(Writer&, const SetupShm&) {}
 void encode_body(Writer& w, const ShmInfo& m) {
-  w.str(m.path);
+  w.str(m.socket_path);
+  w.bytes(m.token);
   w.u64(m.region_size);
+  w.u64(m.device);
+  w.u64(m.inode);
   w.u8(m.is_pmem ? 1 : 0);
 }
 void encode_body(Writer& w, const Fence& m) { w.u16(m.compute_id); }
@@ -212,8 +215,11 @@ void decode_body(Reader&, SetupTcp&) {}
 void decode_body(Reader&, SetupShm&) {}
 void decode_body(Reader& r, ShmInfo& m) {
   uint8_t pmem = 0;
-  r.str(m.path, "path");
+  r.str(m.socket_path, "socket_path");
+  r.bytes(m.token);
   r.u64(m.region_size);
+  r.u64(m.device);
+  r.u64(m.inode);
   r.u8(pmem);
   if (r.error().empty() && pmem > 1) r.fail(fmt::format("is_pmem must be 0 or 1, got {}", pmem));
   m.is_pmem = pmem == 1;

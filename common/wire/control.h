@@ -11,8 +11,12 @@
 // replayed. After HelloOk the client sends requests and receives exactly one
 // reply each (Ok, Error or a typed reply). `SetupTcp` switches the
 // connection to the binary data plane (common/wire/frame.h) for the rest of
-// its life; `SetupShm` returns what a same-host client needs to map the
-// region.
+// its life; `SetupShm` returns what a same-host client needs to obtain the
+// region's file descriptor (never its path: see ShmInfo and
+// common/wire/shm_handoff.h).
+//
+// Version 2: ShmInfo carries a Unix socket path, a single-use token and the
+// region file's device and inode instead of the region's path.
 //
 // Framing: every message is `u32 magic | u16 version | u16 type | u32 len |
 // body[len]`, little-endian, len <= kMaxControlBody. Bodies are sequences of
@@ -32,7 +36,7 @@
 namespace pandora::wire {
 
 inline constexpr uint32_t kControlMagic = 0x4c544350;  // "PCTL"
-inline constexpr uint16_t kControlVersion = 1;
+inline constexpr uint16_t kControlVersion = 2;
 inline constexpr uint32_t kControlHeaderBytes = 12;
 inline constexpr uint32_t kMaxControlBody = 64 * 1024;
 inline constexpr size_t kMaxControlString = 4096;
@@ -68,7 +72,9 @@ struct Hello {
   uint64_t cluster_id = 0;
   Role role = Role::kCompute;
   uint16_t compute_id = 0;  // 0 for kAdmin
-  uint32_t pid = 0;         // the client's OS pid (used to fence shm clients)
+  // The client's OS pid, for the daemon's log only: fencing kills the process
+  // the kernel names as the peer of the shm hand-off socket, never this one.
+  uint32_t pid = 0;
   std::array<uint8_t, 32> mac{};
 };
 
@@ -97,9 +103,18 @@ struct Ok {};
 struct SetupTcp {};
 struct SetupShm {};
 
+// The reply to SetupShm. The client connects to `socket_path` (a Unix
+// SOCK_SEQPACKET socket in a directory only the daemon's user can write),
+// presents `token` (common/wire/shm_handoff.h) and receives the open region
+// file descriptor with SCM_RIGHTS; it maps it only if fstat shows `device`,
+// `inode` and (for a regular file) `region_size`. The token is good for one
+// hand-off, only while this control session lasts.
 struct ShmInfo {
-  std::string path;      // absolute path of the region file on this host
+  std::string socket_path;
+  std::array<uint8_t, 32> token{};
   uint64_t region_size = 0;
+  uint64_t device = 0;   // st_dev of the region file
+  uint64_t inode = 0;    // st_ino of the region file
   bool is_pmem = false;  // whether the daemon maps it as persistent memory
 };
 

@@ -27,6 +27,12 @@ void put32(std::string& s, size_t at, uint32_t v) {
   for (int i = 0; i < 4; ++i) s[at + i] = static_cast<char>(v >> (8 * i));
 }
 
+std::array<uint8_t, 32> sample_token() {
+  std::array<uint8_t, 32> t{};
+  for (size_t i = 0; i < t.size(); ++i) t[i] = static_cast<uint8_t>(0xA0 + i);
+  return t;
+}
+
 RegionInfo sample_region() {
   RegionInfo r;
   r.cluster_id = 0x0123456789ABCDEF;
@@ -71,8 +77,8 @@ std::vector<ControlMessage> samples() {
       Ok{},
       SetupTcp{},
       SetupShm{},
-      ShmInfo{"/dev/shm/pandora-node-3", 1ull << 30, true},
-      ShmInfo{"", 0, false},
+      ShmInfo{"/dev/shm/pandora-node-3.shm.Ab12Cd/sock", sample_token(), 1ull << 30, 0x803, 77, true},
+      ShmInfo{"", {}, 0, 0, 0, false},
       Fence{7},
       StatsRequest{},
       st,
@@ -99,7 +105,8 @@ TEST(Control, TypeNumbersAreStable) {
 
 TEST(Control, HeaderLayout) {
   const std::string s = encoded(Fence{0x0102});
-  const std::string expect("PCTL\x01\x00\x09\x00\x02\x00\x00\x00\x02\x01", 14);
+  // Version 2: ShmInfo hands out a socket and a token instead of a path.
+  const std::string expect("PCTL\x02\x00\x09\x00\x02\x00\x00\x00\x02\x01", 14);
   EXPECT_EQ(s, expect);
 }
 
@@ -156,15 +163,18 @@ TEST(Control, RoundTripPreservesFields) {
   EXPECT_EQ(ri.log_offset, 1ull << 29);
   EXPECT_EQ(ri.log_size, 1ull << 20);
 
-  Result<ControlMessage> shm = decode_control(bytes(encoded(ShmInfo{"/x", 77, true})));
+  Result<ControlMessage> shm = decode_control(bytes(encoded(ShmInfo{"/x", sample_token(), 77, 5, 6, true})));
   ASSERT_TRUE(shm.is_ok());
-  EXPECT_EQ(std::get<ShmInfo>(*shm).path, "/x");
+  EXPECT_EQ(std::get<ShmInfo>(*shm).socket_path, "/x");
+  EXPECT_EQ(std::get<ShmInfo>(*shm).token, sample_token());
   EXPECT_EQ(std::get<ShmInfo>(*shm).region_size, 77u);
+  EXPECT_EQ(std::get<ShmInfo>(*shm).device, 5u);
+  EXPECT_EQ(std::get<ShmInfo>(*shm).inode, 6u);
   EXPECT_TRUE(std::get<ShmInfo>(*shm).is_pmem);
 }
 
 TEST(Control, FrameLengthNeedsTheWholeHeader) {
-  const std::string s = encoded(ShmInfo{"/dev/shm/r", 1, false});
+  const std::string s = encoded(ShmInfo{"/dev/shm/r", {}, 1, 0, 0, false});
   for (size_t n = 0; n < kControlHeaderBytes; ++n) {
     Result<size_t> len = control_frame_length(bytes(s.substr(0, n)));
     ASSERT_TRUE(len.is_ok());
@@ -222,14 +232,16 @@ TEST(Control, BadMagicVersionAndSize) {
   std::string bad_magic = good;
   bad_magic[0] = 'X';
   std::string bad_version = good;
-  put16(bad_version, 4, 2);
+  put16(bad_version, 4, kControlVersion + 1);
+  std::string old_version = good;  // version 1 clients opened the region by path
+  put16(old_version, 4, 1);
   std::string version0 = good;
   put16(version0, 4, 0);
   std::string oversized = good;
   put32(oversized, 8, kMaxControlBody + 1);
   std::string huge = good;
   put32(huge, 8, UINT32_MAX);
-  for (const std::string& s : {bad_magic, bad_version, version0, oversized, huge}) {
+  for (const std::string& s : {bad_magic, bad_version, old_version, version0, oversized, huge}) {
     Result<size_t> len = control_frame_length(bytes(s));
     ASSERT_FALSE(len.is_ok());
     EXPECT_EQ(len.status().code(), Errc::kProtocol);
@@ -278,7 +290,7 @@ TEST(Control, InvalidEnumValuesAreErrors) {
     EXPECT_TRUE(decode_control(bytes(encoded(Error{static_cast<Errc>(code), "m"}))).is_ok()) << int(code);
   }
   // ShmInfo.is_pmem is a boolean byte at the very end.
-  std::string s = encoded(ShmInfo{"/p", 1, true});
+  std::string s = encoded(ShmInfo{"/p", {}, 1, 0, 0, true});
   s.back() = 2;
   EXPECT_FALSE(decode_control(bytes(s)).is_ok());
 }
@@ -306,7 +318,7 @@ TEST(Control, StringLimits) {
   EXPECT_NE(d.status().message().find("exceeds"), std::string::npos) << d.status().message();
 
   // A string length running past the body is a truncation, not a crash.
-  std::string t = encoded(ShmInfo{"/abc", 1, false});
+  std::string t = encoded(ShmInfo{"/abc", {}, 1, 0, 0, false});
   put16(t, kControlHeaderBytes, 1000);
   EXPECT_FALSE(decode_control(bytes(t)).is_ok());
 }

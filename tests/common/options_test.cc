@@ -294,6 +294,33 @@ TEST_F(Options, ConfigTextErrorsNameFileAndLine) {
   }
 }
 
+TEST_F(Options, ConfigQuotesArePairedAndRemovedOnce) {
+  const Status s = set_.parse_config_text(
+      "name = \"two words # not a comment\"   # a comment\n"
+      "secret-file = '/run/s e c'\n"
+      "mode = \"ford\"\n",
+      "test.conf");
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_EQ(c_.name, "two words # not a comment");
+  EXPECT_EQ(c_.secret_file, "/run/s e c");
+  EXPECT_EQ(c_.mode, "ford");
+  // One pair only, and only a matching one.
+  ASSERT_TRUE(set_.parse_config_text("name = \"\"quoted\"\"\n", "a.conf").is_ok());
+  EXPECT_EQ(c_.name, "\"quoted\"");
+  ASSERT_TRUE(set_.parse_config_text("name = \"half\n", "b.conf").is_ok());
+  EXPECT_EQ(c_.name, "\"half");
+  ASSERT_TRUE(set_.parse_config_text("name = 'mixed\"\n", "c.conf").is_ok());
+  EXPECT_EQ(c_.name, "'mixed\"");
+}
+
+TEST_F(Options, ConfigDuplicateKeyNamesBothLines) {
+  const Status s = set_.parse_config_text("threads = 2\n# c\nname = a\n--threads = 3\n", "dup.conf");
+  ASSERT_FALSE(s.is_ok());
+  for (const char* n : {"dup.conf:4", "'threads'", "line 1", "line 4"}) {
+    EXPECT_NE(s.message().find(n), std::string::npos) << n << " not in " << s.message();
+  }
+}
+
 class OptionsWithFile : public Options {
  protected:
   void SetUp() override {
@@ -334,8 +361,29 @@ TEST_F(OptionsWithFile, FileErrors) {
   expect_error({"--config", missing.c_str()}, {"--config", "cannot open", "missing.conf"});
   expect_error({"--config", path_.c_str(), "--config", path_.c_str()}, {"--config given more than once"});
   const std::string bad = (dir_ / "bad.conf").string();
-  std::ofstream(bad) << "threads = 1\nthreads = 0\n";
+  std::ofstream(bad) << "name = x\nthreads = 0\n";
   expect_error({"--config", bad.c_str()}, {"bad.conf:2", "threads", "between 1 and 64"});
+}
+
+TEST_F(OptionsWithFile, ConfigMustBeABoundedRegularFile) {
+  // A directory used to read as an empty file; /dev/zero never ended.
+  expect_error({"--config", dir_.c_str()}, {"--config", "not a regular file", "directory"});
+  expect_error({"--config", "/dev/zero"}, {"--config", "/dev/zero", "not a regular file"});
+  const std::string big = (dir_ / "big.conf").string();
+  {
+    std::ofstream out(big);
+    const std::string comment = "# " + std::string(1000, 'x') + "\n";
+    for (uint64_t n = 0; n <= kMaxConfigBytes / comment.size(); ++n) out << comment;
+  }
+  expect_error({"--config", big.c_str()}, {"--config", "big.conf", "at most 1048576 bytes"});
+  // Exactly at the limit is fine.
+  {
+    const std::string head = "secret-file = /x\n";
+    std::ofstream out(big, std::ios::trunc);
+    out << head << "#" << std::string(kMaxConfigBytes - head.size() - 2, 'y') << "\n";
+  }
+  ASSERT_EQ(std::filesystem::file_size(big), kMaxConfigBytes);
+  EXPECT_EQ(run({"--config", big.c_str()}), OptionSet::Outcome::kRun) << message_;
 }
 
 }  // namespace

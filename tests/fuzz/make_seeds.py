@@ -15,7 +15,7 @@ import struct
 HERE = os.path.dirname(os.path.abspath(__file__))
 FRAME_MAGIC = 0x5044
 CONTROL_MAGIC = 0x4C544350
-CONTROL_VERSION = 1
+CONTROL_VERSION = 2
 READ, WRITE, CAS, FAA = 1, 2, 3, 4
 HEARTBEAT_MAGIC = 0x54424850
 HEARTBEAT_VERSION = 1
@@ -84,7 +84,7 @@ def main():
     nonce = bytes(range(32))
     mac = bytes(range(32, 64))
     messages = {
-        "01_server_hello": control(1, struct.pack("<H", 1) + nonce),
+        "01_server_hello": control(1, struct.pack("<H", CONTROL_VERSION) + nonce),
         "02_hello_compute": control(2, struct.pack("<QBHI", 7, 1, 1, 4242) + mac),
         "02_hello_admin": control(2, struct.pack("<QBHI", 7, 2, 0, 4243) + mac),
         "03_hello_ok": control(3, region()),
@@ -92,7 +92,8 @@ def main():
         "05_ok": control(5, b""),
         "06_setup_tcp": control(6, b""),
         "07_setup_shm": control(7, b""),
-        "08_shm_info": control(8, string("/dev/shm/pandora-1") + struct.pack("<QB", 1 << 26, 1)),
+        "08_shm_info": control(8, string("/dev/shm/pandora-1.pm.shm.a1b2c3/sock") + nonce
+                              + struct.pack("<QQQB", 1 << 26, 0x2d, 123456, 1)),
         "09_fence": control(9, struct.pack("<H", 3)),
         "10_stats_request": control(10, b""),
         "11_stats_reply": control(11, struct.pack("<12Q", *range(1, 13))),

@@ -18,6 +18,9 @@
 #include "tests/support/memd_process.h"
 #include "tests/transport/child_process.h"
 
+#include <signal.h>
+#include <sys/resource.h>
+
 namespace pandora::testing {
 namespace {
 
@@ -302,6 +305,191 @@ TEST_F(CliTest, BusyPortIsAnIoError) {
 TEST_F(CliTest, SecondDaemonOnTheSameRegionIsRefused) {
   ASSERT_TRUE(memd_.start()) << memd_.last_error();
   expect_exit(with(base_argv(), "--port-file", dir_.path() + "/port-other"), kExitIo, "in use");
+}
+
+// Issue 9, item 8: a zeroed header in front of intact data used to suggest
+// --format, which would have erased that data.
+TEST_F(CliTest, ZeroedHeaderInFrontOfDataSuggestsNothingDestructive) {
+  create_region();
+  {
+    const std::string zeros(4096, '\0');
+    const int fd = ::open(memd_.region_path().c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::pwrite(fd, zeros.data(), zeros.size(), 0), 4096);
+    ::close(fd);
+  }
+  std::string before = read_all(memd_.region_path());
+  std::string out;
+  EXPECT_EQ(run(base_argv(), &out), kExitCorruptHeader) << out;
+  EXPECT_NE(out.find("may be intact"), std::string::npos) << out;
+  EXPECT_EQ(out.find("--format"), std::string::npos) << "suggests the destructive --format:\n" << out;
+  EXPECT_TRUE(before == read_all(memd_.region_path()));
+}
+
+// Issue 9, item 2: a region open to other users is refused, naming the file,
+// its owner and its mode; only an explicit flag starts anyway.
+TEST_F(CliTest, RegionWritableByOthersIsRefusedUnlessAllowed) {
+  create_region();
+  ASSERT_EQ(::chmod(memd_.region_path().c_str(), 0666), 0);
+  std::string out;
+  EXPECT_EQ(run(base_argv(), &out), kExitUnsafePermissions) << out;
+  for (const std::string& needle : {memd_.region_path(), std::string("writable by group or others"),
+                                    std::string("mode 0666"), std::string("owner "),
+                                    std::string("--allow-unsafe-region-permissions")}) {
+    EXPECT_NE(out.find(needle), std::string::npos) << needle << " not in:\n" << out;
+  }
+  // The directory too (not sticky), also for a region about to be created.
+  ASSERT_EQ(::chmod(memd_.region_path().c_str(), 0600), 0);
+  ASSERT_EQ(::chmod(dir_.path().c_str(), 0777), 0);
+  EXPECT_EQ(run(base_argv(), &out), kExitUnsafePermissions) << out;
+  EXPECT_NE(out.find("directory " + dir_.path()), std::string::npos) << out;
+  EXPECT_EQ(run(with(base_argv(), "--pm-path", dir_.path() + "/new.pm"), &out), kExitUnsafePermissions) << out;
+  EXPECT_FALSE(fs::exists(dir_.path() + "/new.pm"));
+  // A sticky directory (like /tmp or /dev/shm) is fine for a file of ours.
+  ASSERT_EQ(::chmod(dir_.path().c_str(), 01777), 0);
+  MemdProcess sticky(dir_.path());
+  ASSERT_TRUE(sticky.start()) << sticky.last_error();
+  EXPECT_EQ(sticky.stop(), kExitOk);
+  // The override starts, with a warning.
+  ASSERT_EQ(::chmod(dir_.path().c_str(), 0777), 0);
+  MemdOptions o;
+  o.extra_args = {"--allow-unsafe-region-permissions"};
+  MemdProcess allowed(dir_.path(), o);
+  ASSERT_TRUE(allowed.start()) << allowed.last_error();
+  EXPECT_NE(allowed.stderr_text().find("starting anyway"), std::string::npos) << allowed.stderr_text();
+  EXPECT_EQ(allowed.stop(), kExitOk);
+  ASSERT_EQ(::chmod(dir_.path().c_str(), 0700), 0);
+}
+
+TEST(RegionPermissions, OwnerAndWriteBitsOfFileAndEveryDirectory) {
+  struct stat st {};
+  ASSERT_EQ(::stat("/", &st), 0);
+  TempDir dir;
+  const std::string file = dir.path() + "/r.pm";
+  std::ofstream(file) << "x";
+  ASSERT_EQ(::chmod(file.c_str(), 0600), 0);
+  ASSERT_EQ(::stat(file.c_str(), &st), 0);
+  const std::string real = fs::canonical(file).string();
+  EXPECT_EQ(check_region_permissions(real, &st, ::geteuid()).failure, RegionFailure::kNone);
+  // A file owned by another user (neither us nor root).
+  struct stat foreign = st;
+  foreign.st_uid = ::geteuid() == 4242 ? 4343 : 4242;
+  RegionError e = check_region_permissions(real, &foreign, ::geteuid());
+  EXPECT_EQ(e.failure, RegionFailure::kUnsafePermissions);
+  EXPECT_NE(e.message.find("not by this daemon's user"), std::string::npos) << e.message;
+  st.st_mode |= S_IWGRP;
+  e = check_region_permissions(real, &st, ::geteuid());
+  EXPECT_EQ(e.failure, RegionFailure::kUnsafePermissions);
+  EXPECT_NE(e.message.find("mode 0620"), std::string::npos) << e.message;
+}
+
+// In a forked child: becomes `argv` (keeping the pid) with stdout and
+// stderr going to `log`. Returns only if exec failed.
+int exec_with_output(std::vector<std::string> argv, const std::string& log) {
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ::dup2(fd, 1);
+  ::dup2(fd, 2);
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  ::execv(args[0], args.data());
+  return 91;
+}
+
+// Issue 9, item 3: the port file was written through PATH.tmp.PID with
+// fopen, following a symlink another user planted there.
+TEST_F(CliTest, PortFileNeverFollowsPlantedSymlinks) {
+  const std::string port_file = dir_.path() + "/node.port";
+  const std::string victim = dir_.path() + "/victim";
+  const std::string victim2 = dir_.path() + "/victim2";
+  std::ofstream(victim) << "precious";
+  std::ofstream(victim2) << "precious too";
+  // A symlink at the target itself is replaced, never written through.
+  ASSERT_EQ(::symlink(victim2.c_str(), port_file.c_str()), 0);
+  std::vector<std::string> argv = with(base_argv(), "--port-file", port_file);
+  const std::string log = dir_.path() + "/memd.log";
+  // The old temporary name embeds the daemon's pid: the child plants the
+  // symlink under its own pid and then becomes the daemon (exec keeps it).
+  ChildProcess daemon = ChildProcess::run([&] {
+    const std::string planted = port_file + ".tmp." + std::to_string(::getpid());
+    if (::symlink(victim.c_str(), planted.c_str()) != 0) return 90;
+    return exec_with_output(argv, log);
+  });
+  ASSERT_GT(daemon.pid(), 0);
+  // Wait (bounded) until the port file is a regular file with a number.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::string port;
+  while (std::chrono::steady_clock::now() < deadline && !daemon.try_wait()) {
+    struct stat st {};
+    if (::lstat(port_file.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      port = read_all(port_file);
+      if (!port.empty() && port.back() == '\n') break;
+    }
+    ::usleep(10'000);
+  }
+  ASSERT_FALSE(port.empty()) << read_all(log);
+  EXPECT_GT(std::stoi(port), 0);
+  EXPECT_EQ(read_all(victim), "precious") << "the daemon wrote through a planted symlink";
+  EXPECT_EQ(read_all(victim2), "precious too") << "the daemon wrote through the symlink at the port file";
+  ASSERT_EQ(::kill(daemon.pid(), SIGTERM), 0);
+  auto exit = daemon.wait_for(std::chrono::seconds(30));
+  ASSERT_TRUE(exit && exit->exited) << read_all(log);
+  EXPECT_EQ(exit->code, kExitOk) << read_all(log);
+}
+
+// Issue 9, item 6: under `ulimit -f` the daemon died by SIGXFSZ and left
+// `*.formatting.<pid>` behind.
+TEST_F(CliTest, FileSizeLimitIsDiskFullExitCodeWithoutLeftovers) {
+  std::vector<std::string> argv = base_argv();  // a 16M region to create
+  const std::string log = dir_.path() + "/memd.log";
+  ChildProcess daemon = ChildProcess::run([&] {
+    rlimit rl{1 << 20, 1 << 20};  // 1 MiB
+    if (::setrlimit(RLIMIT_FSIZE, &rl) != 0) return 90;
+    ::signal(SIGXFSZ, SIG_DFL);  // what a shell gives the daemon
+    return exec_with_output(argv, log);
+  });
+  auto exit = daemon.wait_for(std::chrono::seconds(30));
+  ASSERT_TRUE(exit);
+  const std::string out = read_all(log);
+  ASSERT_TRUE(exit->exited) << "killed by signal " << exit->signal << "\n" << out;
+  EXPECT_EQ(exit->code, kExitIo) << out;
+  EXPECT_NE(out.find("disk full"), std::string::npos) << out;
+  EXPECT_NE(out.find("ulimit -f"), std::string::npos) << out;
+  for (const auto& e : fs::directory_iterator(dir_.path())) {
+    EXPECT_EQ(e.path().filename().string().find(".formatting."), std::string::npos) << "left behind: " << e.path();
+  }
+  EXPECT_FALSE(fs::exists(memd_.region_path()));
+}
+
+// Issue 9, item 6: a sparse region (e.g. copied with cp --sparse) on a full
+// file system made the first store into a hole a SIGBUS. Its holes are now
+// allocated (posix_fallocate, ENOSPC being exit 8) before it is mapped.
+TEST_F(CliTest, SparseRegionIsAllocatedBeforeItIsMapped) {
+  create_region();
+  const std::string path = memd_.region_path();
+  const std::string sparse = path + ".sparse";
+  {
+    // Copy only the non-zero 4K blocks: everything else becomes a hole.
+    std::string bytes = read_all(path);
+    const int fd = ::open(sparse.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(bytes.size())), 0);
+    for (size_t off = 0; off < bytes.size(); off += 4096) {
+      if (std::string_view(bytes).substr(off, 4096).find_first_not_of('\0') != std::string_view::npos) {
+        ASSERT_EQ(::pwrite(fd, bytes.data() + off, 4096, static_cast<off_t>(off)), 4096);
+      }
+    }
+    ::close(fd);
+  }
+  ASSERT_EQ(::rename(sparse.c_str(), path.c_str()), 0);
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  ASSERT_LT(static_cast<uint64_t>(st.st_blocks) * 512, static_cast<uint64_t>(st.st_size)) << "not sparse";
+  // The daemon allocates every hole before mapping.
+  ASSERT_TRUE(memd_.start()) << memd_.last_error();
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_GE(static_cast<uint64_t>(st.st_blocks) * 512, static_cast<uint64_t>(st.st_size));
+  EXPECT_EQ(memd_.stop(), kExitOk);
 }
 
 }  // namespace

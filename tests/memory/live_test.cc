@@ -8,13 +8,16 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include "common/region_layout.h"
 #include "common/transport/client.h"
+#include "common/transport/shm_connection.h"
 #include "memory/exit_codes.h"
 #include "tests/memory/raw_peer.h"
 #include "tests/support/memd_process.h"
@@ -553,6 +556,16 @@ struct ChildGuard {
   }
 };
 
+// The byte a forked shm child reports on the pipe `fd` ('r': connected), or
+// 0 when it says nothing within 20 s; closes `fd`.
+char ready_byte(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  char byte = 0;
+  if (::poll(&p, 1, 20'000) != 1 || ::read(fd, &byte, 1) != 1) byte = 0;
+  ::close(fd);
+  return byte;
+}
+
 TEST_F(LiveTest, FenceKillsShmClient) {
   int ready[2];
   ASSERT_EQ(::pipe(ready), 0);
@@ -573,12 +586,7 @@ TEST_F(LiveTest, FenceKillsShmClient) {
     ::_exit(3);
   }
   ::close(ready[1]);
-  pollfd p{ready[0], POLLIN, 0};
-  ASSERT_EQ(::poll(&p, 1, 20'000), 1) << "shm child did not connect";
-  char byte = 0;
-  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
-  ::close(ready[0]);
-  ASSERT_EQ(byte, 'r') << "shm child could not open its connection";
+  ASSERT_EQ(ready_byte(ready[0]), 'r') << "shm child could not open its connection";
 
   auto adm = admin();
   ASSERT_TRUE(adm);
@@ -595,6 +603,113 @@ TEST_F(LiveTest, FenceKillsShmClient) {
   auto again = connect(9, Backend::kShm);
   ASSERT_FALSE(again);
   EXPECT_EQ(again.status().code(), Errc::kFenced);
+}
+
+// Issue 9, item 5: the shm set-up used to register (and a fence SIGKILLed)
+// whatever pid the client claimed in its Hello.
+TEST_F(LiveTest, FenceKillsTheKernelNamedPeerNotTheClaimedPid) {
+  // The would-be victim: an innocent process of ours.
+  ChildGuard victim;
+  victim.pid = ::fork();
+  ASSERT_GE(victim.pid, 0);
+  if (victim.pid == 0) {
+    for (int i = 0; i < 600; ++i) ::usleep(100'000);  // at most 60 s
+    ::_exit(0);
+  }
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const uint16_t port = memd_.endpoint().port;
+  const uint64_t cluster_id = cluster();
+  const std::string key = secret();
+  const pid_t claimed = victim.pid;
+  ChildGuard liar;
+  liar.pid = ::fork();
+  ASSERT_GE(liar.pid, 0);
+  if (liar.pid == 0) {
+    // Logs in as compute node 11 claiming the victim's pid, then maps the
+    // region through the hand-off.
+    ::close(ready[0]);
+    char byte = 'x';
+    RawPeer peer(port);
+    auto hello = peer.handshake(cluster_id, key, wire::Role::kCompute, 11, static_cast<uint32_t>(claimed));
+    std::string out;
+    wire::encode_control(out, wire::SetupShm{});
+    if (hello && std::holds_alternative<wire::HelloOk>(*hello) && peer.send(out)) {
+      auto info = peer.recv_control();
+      if (info && std::holds_alternative<wire::ShmInfo>(*info)) {
+        const auto& shm = std::get<wire::ShmInfo>(*info);
+        auto fd = ShmConnection::fetch_region_fd(shm, 5s);
+        if (fd) {
+          auto conn = ShmConnection::open(net::UniqueFd(peer.release()), std::get<wire::HelloOk>(*hello).region, shm,
+                                          std::move(fd.value()), 11);
+          if (conn) byte = 'r';
+        }
+      }
+    }
+    [[maybe_unused]] ssize_t n = ::write(ready[1], &byte, 1);
+    for (int i = 0; i < 600; ++i) ::usleep(100'000);
+    ::_exit(3);
+  }
+  ::close(ready[1]);
+  ASSERT_EQ(ready_byte(ready[0]), 'r') << "shm child could not open its connection";
+
+  auto adm = admin();
+  ASSERT_TRUE(adm);
+  Status f = adm->fence(11);
+  ASSERT_TRUE(f) << f.to_string();
+  int status = 0;
+  ASSERT_EQ(::waitpid(liar.pid, &status, WNOHANG), liar.pid) << "the process that mapped the region survived";
+  liar.pid = -1;
+  ASSERT_TRUE(WIFSIGNALED(status));
+  EXPECT_EQ(WTERMSIG(status), SIGKILL);
+  EXPECT_EQ(::waitpid(victim.pid, &status, WNOHANG), 0) << "the fence killed the pid the client claimed";
+}
+
+// Issue 9, item 2: clients used to map whatever file the region's path named.
+TEST_F(LiveTest, ShmClientMapsTheDaemonsRegionNotALookAlikeAtItsPath) {
+  const uint64_t a = kDataOffset + 40960;
+  const std::string path = memd_.region_path();
+  // A byte-identical look-alike swapped in at the path while the daemon runs.
+  const std::string moved = path + ".real";
+  ASSERT_EQ(::rename(path.c_str(), moved.c_str()), 0);
+  {
+    std::ifstream in(moved, std::ios::binary);
+    std::ofstream out(path, std::ios::binary);
+    out << in.rdbuf();
+  }
+  auto shm = connect(12, Backend::kShm);
+  ASSERT_TRUE(shm) << shm.status().to_string();
+  ASSERT_EQ(write_bytes(**shm, a, "through-shm"), Errc::kOk);
+  // The daemon (over tcp) sees the write: the client mapped the real region.
+  auto t = tcp(13);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(read_bytes(*t, a, 11), "through-shm");
+  std::ifstream fake(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(fake)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), a + 11);
+  EXPECT_EQ(bytes.find("through-shm"), std::string::npos) << "the look-alike at the path was mapped";
+  ASSERT_EQ(::rename(moved.c_str(), path.c_str()), 0);
+}
+
+// A hand-off token is single use and only for the session that asked.
+TEST_F(LiveTest, ShmTokensAreSingleUse) {
+  RawPeer peer(memd_.endpoint().port);
+  auto hello = peer.handshake(cluster(), secret(), wire::Role::kCompute, 14);
+  ASSERT_TRUE(hello && std::holds_alternative<wire::HelloOk>(*hello));
+  ASSERT_TRUE(peer.send(encode(wire::SetupShm{})));
+  auto info = peer.recv_control();
+  ASSERT_TRUE(info && std::holds_alternative<wire::ShmInfo>(*info));
+  wire::ShmInfo shm = std::get<wire::ShmInfo>(*info);
+  auto first = ShmConnection::fetch_region_fd(shm, 5s);
+  ASSERT_TRUE(first) << first.status().to_string();
+  auto second = ShmConnection::fetch_region_fd(shm, 5s);
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.status().code(), Errc::kAuthFailed) << second.status().to_string();
+  wire::ShmInfo guessed = shm;
+  guessed.token[0] ^= 1;
+  auto third = ShmConnection::fetch_region_fd(guessed, 5s);
+  ASSERT_FALSE(third);
+  EXPECT_EQ(third.status().code(), Errc::kAuthFailed);
 }
 
 TEST_F(LiveTest, DataSurvivesCleanRestartAndKill9) {

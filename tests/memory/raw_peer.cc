@@ -34,7 +34,7 @@ Result<wire::ControlMessage> RawPeer::recv_control(std::chrono::milliseconds tim
 }
 
 Result<wire::ControlMessage> RawPeer::handshake(uint64_t cluster_id, const std::string& secret, wire::Role role,
-                                                uint16_t compute_id) {
+                                                uint16_t compute_id, uint32_t claimed_pid) {
   auto first = recv_control();
   if (!first) return first.status();
   const auto* sh = std::get_if<wire::ServerHello>(&*first);
@@ -43,7 +43,7 @@ Result<wire::ControlMessage> RawPeer::handshake(uint64_t cluster_id, const std::
   h.cluster_id = cluster_id;
   h.role = role;
   h.compute_id = compute_id;
-  h.pid = static_cast<uint32_t>(::getpid());
+  h.pid = claimed_pid != 0 ? claimed_pid : static_cast<uint32_t>(::getpid());
   h.mac = hmac_sha256(bytes_of(secret), bytes_of(wire::hello_mac_input(sh->nonce, h)));
   std::string out;
   wire::encode_control(out, h);

@@ -33,8 +33,12 @@ class RawPeer {
 
   // Reads the ServerHello and answers with a Hello for this identity; returns
   // the daemon's reply (HelloOk or Error).
+  // `claimed_pid` goes into Hello.pid (default: our own pid), to show that
+  // the daemon never acts on it.
   Result<wire::ControlMessage> handshake(uint64_t cluster_id, const std::string& secret, wire::Role role,
-                                         uint16_t compute_id);
+                                         uint16_t compute_id, uint32_t claimed_pid = 0);
+  // Gives up ownership of the socket.
+  int release() { return fd_.release(); }
   // handshake() as a compute node, then SetupTcp; true once the daemon said Ok.
   bool open_data_plane(uint64_t cluster_id, const std::string& secret, uint16_t compute_id);
 

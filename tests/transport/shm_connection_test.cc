@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -52,7 +53,10 @@ class ShmConnectionTest : public ::testing::Test {
     info_.cluster_id = kCluster;
     info_.region_size = kSize;
     info_.data_offset = kDataOffset;
-    shm_.path = path_;
+    struct stat st {};
+    ASSERT_EQ(::stat(path_.c_str(), &st), 0);
+    shm_.device = st.st_dev;
+    shm_.inode = st.st_ino;
     shm_.region_size = kSize;
     shm_.is_pmem = false;
   }
@@ -66,9 +70,13 @@ class ShmConnectionTest : public ::testing::Test {
     int sv[2];
     EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
     daemon_end_.reset(sv[1]);
-    auto r = ShmConnection::open(net::UniqueFd(sv[0]), info_, shm_, kId);
+    auto r = ShmConnection::open(net::UniqueFd(sv[0]), info_, shm_, region_fd(), kId);
     EXPECT_TRUE(r) << r.status().to_string();
     return r ? std::move(r).value() : nullptr;
+  }
+
+  net::UniqueFd region_fd(const std::string& path = {}) {
+    return net::UniqueFd(::open((path.empty() ? path_ : path).c_str(), O_RDWR | O_CLOEXEC));
   }
 
   Completion run_one(Connection& c) {
@@ -197,17 +205,31 @@ TEST_F(ShmConnectionTest, RefusesAFileThatIsNotTheDescribedRegion) {
   int sv[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
   ::close(sv[1]);
-  auto r = ShmConnection::open(net::UniqueFd(sv[0]), info_, shm_, kId);
+  auto r = ShmConnection::open(net::UniqueFd(sv[0]), info_, shm_, region_fd(), kId);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.status().code(), Errc::kMismatch);
+}
 
-  shm_.path = dir_ + "/missing";
-  info_.cluster_id = kCluster;
+TEST_F(ShmConnectionTest, RefusesALookAlikeDescriptor) {
+  // A byte-identical copy is still another inode: not the daemon's region.
+  const std::string copy = dir_ + "/look-alike";
+  std::filesystem::copy_file(path_, copy);
+  int sv[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
   ::close(sv[1]);
-  r = ShmConnection::open(net::UniqueFd(sv[0]), info_, shm_, kId);
+  auto r = ShmConnection::open(net::UniqueFd(sv[0]), info_, shm_, region_fd(copy), kId);
   ASSERT_FALSE(r);
-  EXPECT_EQ(r.status().code(), Errc::kIo);
+  EXPECT_EQ(r.status().code(), Errc::kMismatch);
+  EXPECT_NE(r.status().message().find("not the file the daemon described"), std::string::npos)
+      << r.status().message();
+}
+
+TEST_F(ShmConnectionTest, FetchNeedsAnAnsweringHandoffSocket) {
+  wire::ShmInfo nowhere = shm_;
+  nowhere.socket_path = dir_ + "/no-socket";
+  auto fd = ShmConnection::fetch_region_fd(nowhere, 1s);
+  ASSERT_FALSE(fd);
+  EXPECT_EQ(fd.status().code(), Errc::kDisconnected) << fd.status().to_string();
 }
 
 }  // namespace
