@@ -74,10 +74,12 @@ print("coordinators | records (median) | log recovery p50 (us) | min..max (us) |
 print("---|---|---|---|---")
 for n in counts:
     rows = list(csv.DictReader(open(f"{out}/{n}/crashes.csv")))
-    lr = [int(r["log_recovery_us"]) for r in rows]
-    rec = [int(r["records"]) for r in rows]
-    e2e = [int(r["end_to_end_us"]) for r in rows]
-    print(f"{n} | {statistics.median(rec):.0f} | {statistics.median(lr):.0f} | {min(lr)}..{max(lr)} | "
+    # measure_detection.sh writes step times as integers, derived times
+    # (end_to_end_us) with one decimal.
+    lr = [float(r["log_recovery_us"]) for r in rows]
+    rec = [float(r["records"]) for r in rows]
+    e2e = [float(r["end_to_end_us"]) for r in rows]
+    print(f"{n} | {statistics.median(rec):.0f} | {statistics.median(lr):.0f} | {min(lr):.0f}..{max(lr):.0f} | "
           f"{statistics.median(e2e) / 1000:.1f}")
 PY
 echo "==> table: $out/table.txt"
