@@ -82,6 +82,9 @@ stage init
 # shellcheck disable=SC1091
 . /ctl/config || fail 92 "reading /ctl/config failed"
 
+# cache=none (the default): the host's files as they are now. cache=loose
+# was not measurably faster here under a noisy load and could show stale
+# files, e.g. a test binary rebuilt on the host while the VM runs.
 mount -t 9p -o "$p9opts,ro" hostroot /host || fail 92 "mounting the host root (9p) failed"
 
 # 3. the chroot's kernel file systems and writable scratch space. The host
