@@ -389,7 +389,18 @@ prepare() {
     fetch_kernel
   fi
   build_initramfs
+  prune_cache
   exec {lock_fd}>&-
+}
+
+# Kernels and initramfs images not used for a week (another kernel version,
+# an older guest-init.sh) and leftovers of interrupted downloads go; what
+# this run uses is marked as used.
+prune_cache() {
+  touch -- "$kernel_dir" "$initramfs"
+  find "$cache" -mindepth 1 -maxdepth 1 -mtime +7 \
+    \( -name 'initramfs-*.cpio.gz*' -o -name 'linux-image-*' -o -name '.kernel-stage.*' \) \
+    -exec rm -rf -- {} + 2>/dev/null || true
 }
 
 # --------------------------------------------------------------- the VM
