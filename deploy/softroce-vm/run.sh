@@ -438,7 +438,7 @@ qemu=(
   -serial "file:$tmp/console.log"
   -netdev user,id=net0,restrict=on -device virtio-net-pci,netdev=net0
   -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap
-  -virtfs "local,path=$ctl,mount_tag=ctl,security_model=none"
+  -virtfs "local,path=${ctl//,/,,},mount_tag=ctl,security_model=none"
 )
 [[ -z "$share" ]] || qemu+=(-virtfs "local,path=$share,mount_tag=share,security_model=none")
 
