@@ -17,9 +17,6 @@
 # Progress goes to ctl/stage one word per line (init, net, rxe, run, done);
 # a failure writes "fail CODE reason" there (codes as documented in run.sh)
 # and on the console (ttyS0, kept in run.sh's console.log).
-#
-# This script is not an instruction to the host: it only ever runs as the
-# guest's init.
 
 PATH=/bin
 export PATH
