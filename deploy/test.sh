@@ -13,11 +13,9 @@ Runs deploy/setup.sh debug (installs packages if missing, builds build/debug),
 then, with PMEM_IS_PMEM_FORCE=1 (regions live on /dev/shm; see README):
   ctest --test-dir build/debug --output-on-failure -j \$(nproc) --timeout 600 -LE failover
   ctest ... -j 1 -L '^failover\$' --repeat until-pass:2
-(the whole-cluster fail-over test runs alone; one whose ZooKeeper ensemble
-lost its quorum on a starved machine runs once more) and prints one closing
-line over both. The heavier fail-over tests (crash loop, FD leader killed at
-each recovery step, ZooKeeper faults) need a machine that is not starved:
-  bash deploy/test.sh -L failover-heavy
+(the whole-cluster fail-over tests run one at a time; one whose ZooKeeper
+ensemble lost its quorum on a starved machine runs once more) and prints one
+closing line over both.
 Extra arguments replace both passes with one ctest run with
 those arguments (e.g. -R transport, -L smoke). Exits non-zero if a test
 failed.
@@ -64,12 +62,10 @@ else
   # Everything but the whole-cluster fail-over tests, in parallel.
   run_ctest -j "$jobs" -LE failover
   status=$rc
-  # The fail-over test runs a ZooKeeper ensemble (3 JVMs), three detector
-  # replicas, two daemons and compute processes: alone. A run whose
+  # Each fail-over test runs a ZooKeeper ensemble (3 JVMs), three detector
+  # replicas, two daemons and compute processes: one at a time. A run whose
   # ensemble lost its quorum on a starved 2-core machine is run once more
-  # (ctest prints both attempts). The heavier ones (label failover-heavy:
-  # crash loop, leader killed at each step, ZooKeeper faults) are not run
-  # here: `bash deploy/test.sh -L failover-heavy` on a machine to spare.
+  # (ctest prints both attempts).
   run_ctest -j 1 -L '^failover$' --repeat until-pass:2
   [[ $rc -eq 0 ]] || status=$rc
 fi

@@ -688,11 +688,18 @@ TEST_F(FailoverTest, CrashLoop) {
     for (size_t i = 0; i < computes.size(); ++i) {
       if (i != victim && young(computes[i], 2s)) survivors.push_back(&computes[i]);
     }
-    ASSERT_FALSE(survivors.empty());
-    // The replacement starts while the survivors are watched.
+    // The replacement starts while the survivors are watched. On a starved
+    // machine every other process may have been fenced after a stall (and
+    // is replaced at the next round): then the replacement alone must
+    // commit, over the dead pid's stray latches.
     ASSERT_NO_FATAL_FAILURE(spawn_compute(fmt::format("bench{}", ++next_name), lifetime_s, &dead));
-    ASSERT_NO_FATAL_FAILURE(expect_commits_grow(survivors, fmt::format("after publishing pid {}", pid)));
+    if (!survivors.empty()) {
+      ASSERT_NO_FATAL_FAILURE(expect_commits_grow(survivors, fmt::format("after publishing pid {}", pid)));
+    }
     ASSERT_NO_FATAL_FAILURE(await_compute(&dead));
+    if (survivors.empty()) {
+      ASSERT_NO_FATAL_FAILURE(expect_commits_grow({&dead}, fmt::format("with no survivor of pid {}", pid)));
+    }
     fprintf(stderr, "[%s] kill %d: pid %u recovered %.2f s after SIGKILL (%u records, %u rolled back, %u forward, "
             "%u swept); %zu survivor(s) committing; replaced by pid %u\n",
             seconds_since(t0_).c_str(), kill, pid, recover_s, (*rec)->records, (*rec)->rolled_back,
