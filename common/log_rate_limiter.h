@@ -4,7 +4,7 @@
 // lines that matter.
 //
 //   RateLimitedLog rl(log.child("control"), {.lines = 5, .window = 1s});
-//   rl.warn("handshake-evicted", "evicting {}: ...", peer);   // key first
+//   rl.log(LogLevel::kWarn, "handshake-evicted", "evicting {}: ...", peer);
 //   ...
 //   next = rl.flush();   // from a timer: reports bursts that have stopped
 //
@@ -57,26 +57,12 @@ class RateLimitedLog {
   RateLimitedLog(const RateLimitedLog&) = delete;
   RateLimitedLog& operator=(const RateLimitedLog&) = delete;
 
+  // Writes the line at level `l` unless `key` has used up its lines in the
+  // current window (then it is only counted).
   template <typename... A>
   void log(LogLevel l, std::string_view key, fmt::format_string<A...> f, A&&... a) {
     if (!log_.enabled(l) || !admit(l, key)) return;
     log_.log(l, f, std::forward<A>(a)...);
-  }
-  template <typename... A>
-  void debug(std::string_view key, fmt::format_string<A...> f, A&&... a) {
-    log(LogLevel::kDebug, key, f, std::forward<A>(a)...);
-  }
-  template <typename... A>
-  void info(std::string_view key, fmt::format_string<A...> f, A&&... a) {
-    log(LogLevel::kInfo, key, f, std::forward<A>(a)...);
-  }
-  template <typename... A>
-  void warn(std::string_view key, fmt::format_string<A...> f, A&&... a) {
-    log(LogLevel::kWarn, key, f, std::forward<A>(a)...);
-  }
-  template <typename... A>
-  void error(std::string_view key, fmt::format_string<A...> f, A&&... a) {
-    log(LogLevel::kError, key, f, std::forward<A>(a)...);
   }
 
   // Writes the summary of every key whose window has ended with suppressed

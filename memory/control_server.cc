@@ -334,8 +334,8 @@ class ControlServer::Impl {
     for (uint64_t id : expired) {
       Conn& c = *conns_[id];
       if (c.state == State::kHandshake) {
-        noisy_.info("handshake-timeout", "dropping {}: no valid Hello within {} ms", c.peer,
-                    limits_.handshake_timeout.count());
+        noisy_.log(LogLevel::kInfo, "handshake-timeout", "dropping {}: no valid Hello within {} ms", c.peer,
+                   limits_.handshake_timeout.count());
       }
       close_conn(c);
     }
@@ -349,7 +349,7 @@ class ControlServer::Impl {
         if ((errno == EMFILE || errno == ENFILE) && evict_for_descriptor()) continue;
         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
           // Level-triggered: without a pause the loop would spin at 100% CPU.
-          noisy_.error("accept-paused", "accept: {}; not accepting for 100 ms", errno_text());
+          noisy_.log(LogLevel::kError, "accept-paused", "accept: {}; not accepting for 100 ms", errno_text());
           epoll_event e{};
           e.events = 0;
           e.data.u64 = kListenId;
@@ -358,7 +358,7 @@ class ControlServer::Impl {
           accept_resume_ = Clock::now() + std::chrono::milliseconds(100);
           return;
         }
-        noisy_.error("accept-failed", "accept: {}", errno_text());
+        noisy_.log(LogLevel::kError, "accept-failed", "accept: {}", errno_text());
         return;
       }
       ++connections_total_;
@@ -436,7 +436,7 @@ class ControlServer::Impl {
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return true;
     if (n == 0) {
       if (c.state == State::kHandshake) {
-        noisy_.info("handshake-closed", "{} closed the connection during the handshake", c.peer);
+        noisy_.log(LogLevel::kInfo, "handshake-closed", "{} closed the connection during the handshake", c.peer);
       } else {
         log_.debug("{} closed its control session", c.peer);
       }
@@ -630,7 +630,7 @@ class ControlServer::Impl {
   }
 
   void protocol_error(Conn& c, const std::string& why) {
-    noisy_.warn("protocol-error", "{}: protocol error: {}; closing", c.peer, why);
+    noisy_.log(LogLevel::kWarn, "protocol-error", "{}: protocol error: {}; closing", c.peer, why);
     reply_error_and_close(c, Errc::kProtocol, why);
   }
 
@@ -720,9 +720,9 @@ class ControlServer::Impl {
     }
     Conn& c = *it->second;
     const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - c.accepted);
-    noisy_.warn("handshake-evicted",
-                "evicting {} (no Hello after {} ms) {}: {} handshakes pending (at most {}, {} per peer address)",
-                c.peer, waited.count(), why, pending_.size(), pending_.max_total(), pending_.max_per_peer());
+    noisy_.log(LogLevel::kWarn, "handshake-evicted",
+               "evicting {} (no Hello after {} ms) {}: {} handshakes pending (at most {}, {} per peer address)",
+               c.peer, waited.count(), why, pending_.size(), pending_.max_total(), pending_.max_per_peer());
     close_conn(c);
   }
 

@@ -53,7 +53,7 @@ TEST(RateLimitedLog, WritesAtMostNLinesPerKeyPerWindowThenOneSummary) {
   FakeClock clock;
   {
     RateLimitedLog rl(out.logger(), {.lines = 3, .window = 1000ms}, clock.fn());
-    for (int i = 0; i < 1000; ++i) rl.warn("refused", "refusing connection {}", i);
+    for (int i = 0; i < 1000; ++i) rl.log(LogLevel::kWarn, "refused", "refusing connection {}", i);
     EXPECT_EQ(out.lines(), 3u) << out.text();
     EXPECT_NE(out.text().find("refusing connection 2"), std::string::npos);
     EXPECT_EQ(out.text().find("refusing connection 3"), std::string::npos);
@@ -68,7 +68,7 @@ TEST(RateLimitedLog, WritesAtMostNLinesPerKeyPerWindowThenOneSummary) {
     EXPECT_NE(out.text().find("WARN [test] 997 \"refused\" line(s) suppressed in the last 1.0 s"), std::string::npos)
         << out.text();
     // A new window writes again.
-    rl.warn("refused", "refusing connection {}", 2000);
+    rl.log(LogLevel::kWarn, "refused", "refusing connection {}", 2000);
     EXPECT_NE(out.text().find("refusing connection 2000"), std::string::npos);
     EXPECT_EQ(out.lines(), 5u);
   }
@@ -80,11 +80,11 @@ TEST(RateLimitedLog, SummaryPrecedesTheFirstLineOfTheNextWindow) {
   CapturedLog out;
   FakeClock clock;
   RateLimitedLog rl(out.logger(), {.lines = 1, .window = 500ms}, clock.fn());
-  rl.info("drop", "first");
-  rl.info("drop", "second");
-  rl.info("drop", "third");
+  rl.log(LogLevel::kInfo, "drop", "first");
+  rl.log(LogLevel::kInfo, "drop", "second");
+  rl.log(LogLevel::kInfo, "drop", "third");
   clock.t += 2s;
-  rl.info("drop", "fourth");
+  rl.log(LogLevel::kInfo, "drop", "fourth");
   const std::string t = out.text();
   const size_t summary = t.find("2 \"drop\" line(s) suppressed in the last 2.0 s");
   ASSERT_NE(summary, std::string::npos) << t;
@@ -99,12 +99,12 @@ TEST(RateLimitedLog, KeysAreIndependentAndBounded) {
   FakeClock clock;
   RateLimitedLog rl(out.logger(), {.lines = 2, .window = 1s, .max_keys = 4}, clock.fn());
   for (int i = 0; i < 10; ++i) {
-    rl.warn("a", "a{}", i);
-    rl.warn("b", "b{}", i);
+    rl.log(LogLevel::kWarn, "a", "a{}", i);
+    rl.log(LogLevel::kWarn, "b", "b{}", i);
   }
   EXPECT_EQ(out.lines(), 4u) << out.text();
   // 100 more keys share the overflow key once four are tracked.
-  for (int i = 0; i < 100; ++i) rl.warn(std::to_string(i), "k{}", i);
+  for (int i = 0; i < 100; ++i) rl.log(LogLevel::kWarn, std::to_string(i), "k{}", i);
   // "0" and "1" take the two free slots (one line each), then every other
   // key shares "other" (two lines, 96 suppressed).
   EXPECT_EQ(out.lines(), 4u + 2 + 2) << out.text();
@@ -121,11 +121,11 @@ TEST(RateLimitedLog, LinesBelowTheLevelAreNeitherWrittenNorCounted) {
   FakeClock clock;
   {
     RateLimitedLog rl(out.logger(LogLevel::kWarn), {.lines = 1}, clock.fn());
-    for (int i = 0; i < 50; ++i) rl.info("x", "quiet {}", i);
+    for (int i = 0; i < 50; ++i) rl.log(LogLevel::kInfo, "x", "quiet {}", i);
     EXPECT_EQ(rl.suppressed_total(), 0u);
-    rl.error("x", "loud");
-    rl.warn("x", "suppressed");
-    rl.error("x", "suppressed too");
+    rl.log(LogLevel::kError, "x", "loud");
+    rl.log(LogLevel::kWarn, "x", "suppressed");
+    rl.log(LogLevel::kError, "x", "suppressed too");
     EXPECT_EQ(out.lines(), 1u) << out.text();
   }
   // The destructor reports what is still pending, at the highest level.
@@ -139,7 +139,7 @@ TEST(RateLimitedLog, ConcurrentCallersNeverExceedTheLimit) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&rl, t] {
-      for (int i = 0; i < 2000; ++i) rl.warn("flood", "thread {} line {}", t, i);
+      for (int i = 0; i < 2000; ++i) rl.log(LogLevel::kWarn, "flood", "thread {} line {}", t, i);
     });
   }
   for (auto& th : threads) th.join();
