@@ -65,6 +65,9 @@ class RemoteOps {
   Errc status(OpId id) const { return ops_[id].status; }
   uint64_t value(OpId id) const { return ops_[id].value; }
   size_t outstanding() const { return outstanding_; }
+  // The state of the connection to `node` (Connection::health): kOk while
+  // usable; a broken one never recovers (kFenced, kDisconnected, ...).
+  Errc link_health(size_t node) const { return conns_[node]->health(); }
   // First failed operation since reset() (kOk if none), with its node.
   Errc first_error() const { return first_error_; }
   size_t first_error_node() const { return first_error_node_; }

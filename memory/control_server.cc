@@ -17,11 +17,13 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
 #include "common/checksum.h"
+#include "memory/pending_handshakes.h"
 
 namespace pandora::memd {
 namespace {
@@ -50,22 +52,31 @@ std::string_view type_name(wire::ControlType t) {
   return "unknown";
 }
 
-std::string peer_name(int fd) {
+// A peer as the log names it ("127.0.0.1:4242") and its address alone
+// ("127.0.0.1"), by which pending handshakes are counted per peer.
+struct PeerName {
+  std::string name = "unknown peer";
+  std::string address = "unknown";
+};
+
+PeerName peer_name(int fd) {
   sockaddr_storage ss{};
   socklen_t len = sizeof(ss);
-  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "unknown peer";
+  PeerName out;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return out;
   char host[INET6_ADDRSTRLEN] = {};
   if (ss.ss_family == AF_INET) {
     auto* a = reinterpret_cast<sockaddr_in*>(&ss);
     ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
-    return std::string(host) + ":" + std::to_string(ntohs(a->sin_port));
-  }
-  if (ss.ss_family == AF_INET6) {
+    out.address = host;
+    out.name = out.address + ":" + std::to_string(ntohs(a->sin_port));
+  } else if (ss.ss_family == AF_INET6) {
     auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
     ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
-    return "[" + std::string(host) + "]:" + std::to_string(ntohs(a->sin6_port));
+    out.address = host;
+    out.name = "[" + out.address + "]:" + std::to_string(ntohs(a->sin6_port));
   }
-  return "unknown peer";
+  return out;
 }
 
 // Runs fences off the event loop: FenceTable::fence() blocks until the data
@@ -151,7 +162,7 @@ class FenceWorker {
 class ControlServer::Impl {
  public:
   Impl(Region& region, FenceTable& fences, TcpDataPlane& data_plane, ShmFdServer& shm, uint64_t cluster_id,
-       std::string secret, Logger log)
+       std::string secret, Logger log, ControlLimits limits)
       : region_(region),
         fences_(fences),
         shm_(shm),
@@ -159,6 +170,9 @@ class ControlServer::Impl {
         cluster_id_(cluster_id),
         secret_(std::move(secret)),
         log_(std::move(log)),
+        limits_(limits),
+        noisy_(log_, limits.log_limit),
+        pending_(limits.max_handshakes, limits.max_handshakes_per_peer),
         fence_worker_(fences) {}
 
   ~Impl() {
@@ -263,6 +277,7 @@ class ControlServer::Impl {
     uint64_t id = 0;
     int fd = -1;
     std::string peer;  // "127.0.0.1:4242", later "compute 7 (127.0.0.1:4242)"
+    Clock::time_point accepted{};
     State state = State::kHandshake;
     std::string in;
     std::string out;
@@ -293,6 +308,7 @@ class ControlServer::Impl {
   int next_timeout_ms() const {
     Clock::time_point next = Clock::time_point::max();
     if (accept_paused_) next = accept_resume_;
+    next = std::min(next, next_log_flush_);
     for (const auto& [id, c] : conns_) {
       if (c->state != State::kSession) next = std::min(next, c->deadline);
     }
@@ -302,6 +318,7 @@ class ControlServer::Impl {
   }
 
   void on_timers() {
+    next_log_flush_ = noisy_.flush();  // counts of suppressed lines, once their second is over
     auto now = Clock::now();
     if (accept_paused_ && now >= accept_resume_) {
       epoll_event e{};
@@ -317,7 +334,8 @@ class ControlServer::Impl {
     for (uint64_t id : expired) {
       Conn& c = *conns_[id];
       if (c.state == State::kHandshake) {
-        log_.info("dropping {}: no valid Hello within {} ms", c.peer, kHandshakeTimeout.count());
+        noisy_.log(LogLevel::kInfo, "handshake-timeout", "dropping {}: no valid Hello within {} ms", c.peer,
+                   limits_.handshake_timeout.count());
       }
       close_conn(c);
     }
@@ -328,9 +346,10 @@ class ControlServer::Impl {
       int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR || errno == ECONNABORTED) return;
+        if ((errno == EMFILE || errno == ENFILE) && evict_for_descriptor()) continue;
         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
           // Level-triggered: without a pause the loop would spin at 100% CPU.
-          log_.error("accept: {}; not accepting for 100 ms", errno_text());
+          noisy_.log(LogLevel::kError, "accept-paused", "accept: {}; not accepting for 100 ms", errno_text());
           epoll_event e{};
           e.events = 0;
           e.data.u64 = kListenId;
@@ -339,23 +358,24 @@ class ControlServer::Impl {
           accept_resume_ = Clock::now() + std::chrono::milliseconds(100);
           return;
         }
-        log_.error("accept: {}", errno_text());
+        noisy_.log(LogLevel::kError, "accept-failed", "accept: {}", errno_text());
         return;
       }
       ++connections_total_;
-      std::string peer = peer_name(fd);
-      if (handshakes_ >= kMaxHandshakes) {
-        log_.warn("refusing connection from {}: {} connections are still in their handshake", peer, handshakes_);
-        ::close(fd);
-        continue;
+      PeerName peer = peer_name(fd);
+      // Never refuse a newcomer for lack of room (that is how idle sockets
+      // locked everyone out): an older pending handshake gives way.
+      while (std::optional<uint64_t> victim = pending_.victim_for(peer.address)) {
+        evict(*victim, "to make room for " + peer.name);
       }
       int one = 1;
       ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
       auto c = std::make_unique<Conn>();
       c->id = next_id_++;
       c->fd = fd;
-      c->peer = std::move(peer);
-      c->deadline = Clock::now() + kHandshakeTimeout;
+      c->peer = std::move(peer.name);
+      c->accepted = Clock::now();
+      c->deadline = c->accepted + limits_.handshake_timeout;
       if (::getrandom(c->nonce.data(), c->nonce.size(), 0) != static_cast<ssize_t>(c->nonce.size())) {
         log_.error("getrandom failed: {}; dropping {}", errno_text(), c->peer);
         ::close(fd);
@@ -373,7 +393,7 @@ class ControlServer::Impl {
       wire::encode_control(c->out, hello);
       Conn& ref = *c;
       conns_.emplace(c->id, std::move(c));
-      ++handshakes_;
+      pending_.add(ref.id, peer.address);
       flush(ref);
     }
   }
@@ -415,8 +435,11 @@ class ControlServer::Impl {
     c.in.resize(old);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return true;
     if (n == 0) {
-      if (c.state == State::kHandshake) log_.info("{} closed the connection during the handshake", c.peer);
-      else log_.debug("{} closed its control session", c.peer);
+      if (c.state == State::kHandshake) {
+        noisy_.log(LogLevel::kInfo, "handshake-closed", "{} closed the connection during the handshake", c.peer);
+      } else {
+        log_.debug("{} closed its control session", c.peer);
+      }
     } else {
       log_.debug("{}: {}", c.peer, errno_text());
     }
@@ -499,7 +522,7 @@ class ControlServer::Impl {
     c.compute_id = hello->compute_id;
     c.pid = hello->pid;
     c.state = State::kSession;
-    --handshakes_;
+    pending_.remove(c.id);
     // Hello.pid is the client's claim, for the log only (never signalled).
     log_.debug("{}: session established (claims pid {})", c.peer, c.pid);
     wire::encode_control(c.out, wire::HelloOk{region_.info()});
@@ -607,12 +630,12 @@ class ControlServer::Impl {
   }
 
   void protocol_error(Conn& c, const std::string& why) {
-    log_.warn("{}: protocol error: {}; closing", c.peer, why);
+    noisy_.log(LogLevel::kWarn, "protocol-error", "{}: protocol error: {}; closing", c.peer, why);
     reply_error_and_close(c, Errc::kProtocol, why);
   }
 
   void begin_close(Conn& c) {
-    if (c.state == State::kHandshake) --handshakes_;
+    if (c.state == State::kHandshake) pending_.remove(c.id);
     c.state = State::kClosing;
     c.deadline = Clock::now() + kCloseLinger;
     c.in.clear();
@@ -687,8 +710,33 @@ class ControlServer::Impl {
     }
   }
 
+  // Closes pending handshake `id` so that a newer connection fits (the
+  // limits of ControlLimits, or out of file descriptors).
+  void evict(uint64_t id, const std::string& why) {
+    auto it = conns_.find(id);
+    if (it == conns_.end()) {  // cannot happen: pending_ only holds live ids
+      pending_.remove(id);
+      return;
+    }
+    Conn& c = *it->second;
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - c.accepted);
+    noisy_.log(LogLevel::kWarn, "handshake-evicted",
+               "evicting {} (no Hello after {} ms) {}: {} handshakes pending (at most {}, {} per peer address)",
+               c.peer, waited.count(), why, pending_.size(), pending_.max_total(), pending_.max_per_peer());
+    close_conn(c);
+  }
+
+  // accept() ran out of file descriptors: give up the pending handshake the
+  // limits would pick first. False if none is pending.
+  bool evict_for_descriptor() {
+    std::optional<uint64_t> victim = pending_.busiest_oldest();
+    if (!victim) return false;
+    evict(*victim, "to free a file descriptor (" + errno_text() + ")");
+    return true;
+  }
+
   void close_conn(Conn& c) {
-    if (c.state == State::kHandshake) --handshakes_;
+    if (c.state == State::kHandshake) pending_.remove(c.id);
     shm_.revoke(c.id);
     ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
     ::close(c.fd);
@@ -702,7 +750,7 @@ class ControlServer::Impl {
       ::close(c->fd);
     }
     conns_.clear();
-    handshakes_ = 0;
+    pending_ = PendingHandshakes(limits_.max_handshakes, limits_.max_handshakes_per_peer);
   }
 
   Region& region_;
@@ -712,6 +760,10 @@ class ControlServer::Impl {
   uint64_t cluster_id_;
   std::string secret_;
   Logger log_;
+  ControlLimits limits_;
+  RateLimitedLog noisy_;  // lines outsiders can trigger at will
+  Clock::time_point next_log_flush_ = Clock::time_point::max();
+  PendingHandshakes pending_;  // connections in State::kHandshake
   FenceWorker fence_worker_;
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
@@ -719,15 +771,14 @@ class ControlServer::Impl {
   Clock::time_point accept_resume_{};
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;
   uint64_t next_id_ = 16;  // below are the fixed ids (listen, stop, fence)
-  size_t handshakes_ = 0;  // connections in State::kHandshake
   uint64_t auth_failures_ = 0;
   uint64_t connections_total_ = 0;
 };
 
 ControlServer::ControlServer(Region& region, FenceTable& fences, TcpDataPlane& data_plane, ShmFdServer& shm,
-                             uint64_t cluster_id, std::string secret, Logger log)
-    : impl_(std::make_unique<Impl>(region, fences, data_plane, shm, cluster_id, std::move(secret),
-                                   std::move(log))) {}
+                             uint64_t cluster_id, std::string secret, Logger log, ControlLimits limits)
+    : impl_(std::make_unique<Impl>(region, fences, data_plane, shm, cluster_id, std::move(secret), std::move(log),
+                                   limits)) {}
 
 ControlServer::~ControlServer() = default;
 

@@ -23,11 +23,22 @@
 // Robustness: everything runs on one epoll thread with non-blocking sockets,
 // so no client can block another. Input is bounded (one control frame,
 // kMaxControlBody); a bad magic, an oversized or undecodable frame, or an
-// unexpected message gets Error{kProtocol} and the connection is closed. A
-// client that does not complete the handshake within kHandshakeTimeout is
-// dropped; at most kMaxHandshakes may be pending at once. Fence requests, which
-// may block for seconds (quiescence, killing shm clients), run on a separate
-// worker thread; the requesting session just waits for its reply meanwhile.
+// unexpected message gets Error{kProtocol} and the connection is closed.
+// Fence requests, which may block for seconds (quiescence, killing shm
+// clients), run on a separate worker thread; the requesting session just
+// waits for its reply meanwhile.
+//
+// Connections that have not logged in (ControlLimits): a client that does not
+// complete the handshake within handshake_timeout is dropped. Pending
+// handshakes are bounded per peer address and in total, and a new connection
+// is never refused for lack of room: the oldest pending handshake of the
+// same address, or else of the address with the most pending ones, is closed
+// instead (memory/pending_handshakes.h). So idle sockets, however many, cost
+// a real client at most one retry, never a lock-out. Running out of file
+// descriptors evicts the same way before accept() is paused. Lines about
+// such connections (evicted, timed out, closed, protocol errors, accept
+// errors) go through a RateLimitedLog (common/log_rate_limiter.h), so a flood
+// of them writes a bounded number of lines plus one count per second.
 #pragma once
 
 #include <chrono>
@@ -36,6 +47,7 @@
 #include <string>
 
 #include "common/endpoint.h"
+#include "common/log_rate_limiter.h"
 #include "common/logger.h"
 #include "common/status.h"
 #include "common/wire/control.h"
@@ -46,21 +58,30 @@
 
 namespace pandora::memd {
 
+// Limits on connections that have not authenticated yet (authenticated
+// sessions are limited only by file descriptors: every shm client keeps its
+// control session open). pandora-memd sets them from --handshake-timeout-ms,
+// --max-handshakes and --max-handshakes-per-peer.
+struct ControlLimits {
+  // From accept to a valid Hello; an honest client needs milliseconds.
+  std::chrono::milliseconds handshake_timeout{3000};
+  // Pending handshakes in total, and from one peer IP address.
+  size_t max_handshakes = 1024;
+  size_t max_handshakes_per_peer = 128;
+  // Repeated lines about connections, per kind of event.
+  LogRateLimit log_limit{};
+};
+
 class ControlServer {
  public:
-  static constexpr std::chrono::milliseconds kHandshakeTimeout{5000};
   // After an Error reply, how long the daemon waits for the client's EOF
   // before cutting the connection (so the Error is not lost to a reset).
   static constexpr std::chrono::milliseconds kCloseLinger{1000};
-  // Connections that have not authenticated yet; beyond this, new ones are
-  // closed at once (authenticated sessions are limited only by file
-  // descriptors: every shm client keeps its control session open).
-  static constexpr size_t kMaxHandshakes = 1024;
   // Unsent replies above which a session is not read from until they drain.
   static constexpr size_t kMaxPendingOutput = 64u << 10;
 
   ControlServer(Region& region, FenceTable& fences, TcpDataPlane& data_plane, ShmFdServer& shm,
-                uint64_t cluster_id, std::string secret, Logger log);
+                uint64_t cluster_id, std::string secret, Logger log, ControlLimits limits = {});
   ~ControlServer();
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;

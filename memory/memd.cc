@@ -115,6 +115,16 @@ void declare_options(OptionSet& opts, MemdConfig& cfg) {
                "(lower round-trip latency at the cost of a busy core per data-plane thread: use it only when "
                "those cores are spare)",
                0, 1000000);
+  opts.add_u64("handshake-timeout-ms", &cfg.handshake_timeout_ms,
+               "a client that has not logged in this many milliseconds after connecting is dropped", 100, 600000);
+  opts.add_u64("max-handshakes", &cfg.max_handshakes,
+               "connections that have not logged in yet, in total; beyond it the oldest pending one of the busiest "
+               "peer address is dropped (new connections are never refused)",
+               1, 1000000);
+  opts.add_u64("max-handshakes-per-peer", &cfg.max_handshakes_per_peer,
+               "connections from one IP address that have not logged in yet; beyond it that address's oldest "
+               "pending one is dropped",
+               1, 1000000);
   opts.add_string("fd-replicas", &cfg.fd_replicas,
                   "HOST:PORT,... of the failure-detector replicas: heartbeat each of them (UDP, authenticated with "
                   "the cluster secret) so that they detect this node's failure (empty: no heartbeats)");
@@ -235,8 +245,12 @@ int run(const MemdConfig& cfg, const OptionSet& opts) {
     log.error("{}", s.message());
     return kExitIo;
   }
+  ControlLimits limits;
+  limits.handshake_timeout = std::chrono::milliseconds(cfg.handshake_timeout_ms);
+  limits.max_handshakes = cfg.max_handshakes;
+  limits.max_handshakes_per_peer = cfg.max_handshakes_per_peer;
   ControlServer control(*region, fences, data_plane, shm, cfg.cluster_id, std::move(secret.value()),
-                        log.child("control"));
+                        log.child("control"), limits);
   Result<Endpoint> bound = control.listen(*listen_ep);
   if (!bound) {
     log.error("{}", bound.status().message());

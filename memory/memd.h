@@ -40,6 +40,10 @@ struct MemdConfig {
   uint64_t busy_poll_us = 0;   // 0: data-plane threads sleep in epoll_wait at once
   std::string fd_replicas;     // HOST:PORT,... of the FD replicas to heartbeat; empty: none
   uint64_t fd_heartbeat_us = 1000;
+  // Connections that have not logged in yet (memory/control_server.h).
+  uint64_t handshake_timeout_ms = 3000;
+  uint64_t max_handshakes = 1024;
+  uint64_t max_handshakes_per_peer = 128;
 };
 
 // Binds every flag of pandora-memd to `cfg`.

@@ -1,9 +1,15 @@
 // pandora-bench as a user runs it: --help, bad flags (exit 2 naming the
 // flag), and short end-to-end runs against two real daemons.
+#include <signal.h>
+#include <sys/types.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -108,68 +114,185 @@ TEST_F(BenchCliErrors, MissingRequiredAndUnreadableSecret) {
   EXPECT_NE(out.find("secret"), std::string::npos) << out;
 }
 
-// A fenced compute node stops at once with its own exit code and says why,
-// instead of retrying for the rest of --seconds (it can never commit again).
-TEST(BenchFenced, StopsAtOnceWithExitCodeSix) {
-  MemdCluster d(2, "32M", "2M");
-  ASSERT_TRUE(d.ok()) << d.error();
-  const std::vector<std::string> common = {
-      "--memory-nodes", d.endpoints(), "--cluster-id", std::to_string(d.memd(0).options().cluster_id),
-      "--secret-file", d.memd(0).secret_path(), "--lane-bytes", "4K", "--workload", "smallbank",
-      "--accounts", "2000", "--backend", "tcp"};
-  std::string out;
-  std::vector<std::string> load = common;
-  for (const char* a : {"--compute-id", "2", "--load", "--seconds", "0"}) load.push_back(a);
-  ASSERT_EQ(bench(load, &out), 0) << out;
-
-  std::vector<std::string> run = common;
-  for (const char* a : {"--compute-id", "5", "--seconds", "120", "--warmup-seconds", "0", "--no-check"}) {
-    run.push_back(a);
-  }
-  ClientIdentity admin{d.memd(0).options().cluster_id, d.memd(0).options().secret, wire::Role::kAdmin, 0};
-  auto writes_now = [&] {
-    uint64_t w = 0;
-    for (size_t n = 0; n < d.size(); ++n) {
-      auto ctl = ControlClient::connect(d.memd(n).endpoint(), admin, std::chrono::seconds(5));
-      auto st = ctl ? (*ctl)->stats() : Result<wire::StatsReply>(Errc::kIo, "no control session");
-      if (st) w += st->writes;
-    }
-    return w;
-  };
-  const uint64_t loaded = writes_now();  // the load's writes
-  int rc = -1;
-  std::string run_out;
-  const auto t0 = std::chrono::steady_clock::now();
-  std::thread runner([&] { rc = bench(run, &run_out, 150); });
-  // Fence pid 5 once it is committing transactions (its commit WRITEs show
-  // in the daemons' counters; bounded wait).
-  bool running = false;
-  for (int i = 0; i < 600 && !running; ++i) {
-    running = writes_now() > loaded + 200;
-    if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  if (!running) {
-    runner.join();
-    FAIL() << "the bench never ran transactions: " << run_out;
-  }
-  for (size_t n = 0; n < d.size(); ++n) {
-    auto ctl = ControlClient::connect(d.memd(n).endpoint(), admin, std::chrono::seconds(5));
-    ASSERT_TRUE(ctl);
-    ASSERT_TRUE((*ctl)->fence(5));
-  }
-  runner.join();
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_EQ(rc, 6) << run_out;
-  EXPECT_NE(run_out.find("was fenced"), std::string::npos) << run_out;
-  EXPECT_LT(secs, 60.0) << "a fenced node kept retrying";
-}
-
 std::string read_file(const std::string& path) {
   std::ifstream f(path);
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
 }
+
+// The number after `"key": ` in a JSON report (-1 if absent).
+int64_t json_number(const std::string& json, const std::string& key) {
+  const std::string needle = "\"" + key + "\": ";
+  const size_t at = json.find(needle);
+  if (at == std::string::npos) return -1;
+  return std::strtoll(json.c_str() + at + needle.size(), nullptr, 10);
+}
+
+// Two daemons loaded with SmallBank and micro, and a bench run of pid 5 in
+// the background that the test then disturbs (fence, kill a daemon).
+class BenchUnderFailure : public ::testing::Test {
+ protected:
+  static constexpr int kCoordinators = 4;  // 2 threads x 2
+  // Every transaction writes (and logs) to both memory nodes.
+  static inline const std::vector<std::string> kSmallBank = {"--workload", "smallbank", "--accounts", "2000"};
+  // Read-only: a transaction that meets a dead memory node aborts with
+  // nothing logged, so without a stop it would be retried forever.
+  static inline const std::vector<std::string> kMicroReadOnly = {"--workload", "micro", "--keys", "5000",
+                                                                 "--write-ratio", "0"};
+
+  void SetUp() override {
+    ASSERT_TRUE(d_.ok()) << d_.error();
+    std::string out;
+    std::vector<std::string> load = common(Backend::kTcp);
+    for (const char* a : {"--compute-id", "2", "--load", "--load-workloads", "micro,smallbank", "--workload",
+                          "smallbank", "--accounts", "2000", "--keys", "5000", "--seconds", "0"}) {
+      load.push_back(a);
+    }
+    ASSERT_EQ(bench(load, &out), 0) << out;
+  }
+  void TearDown() override {
+    if (getenv("BENCH_SHOW_OUTPUT")) std::cerr << "---- pandora-bench ----\n" << read_file(log_) << "----\n";
+    if (pid_ > 0) {  // a failed test: do not leave the bench behind
+      ::kill(pid_, SIGKILL);
+      wait_child(pid_, std::chrono::seconds(10));
+    }
+  }
+
+  std::vector<std::string> common(Backend backend) {
+    return {"--memory-nodes", d_.endpoints(), "--cluster-id", std::to_string(cluster_id()), "--secret-file",
+            secret_path_, "--lane-bytes", "4K", "--backend", std::string(backend_name(backend))};
+  }
+  uint64_t cluster_id() { return d_.memd(0).options().cluster_id; }
+
+  // Starts a 120 s run of pid 5 and waits (bounded) until it has committed
+  // transactions, as its progress lines say.
+  void start_run(Backend backend, const std::vector<std::string>& workload = kSmallBank) {
+    std::vector<std::string> run = common(backend);
+    run.insert(run.end(), workload.begin(), workload.end());
+    for (const char* a : {"--compute-id", "5", "--seconds", "120", "--warmup-seconds", "0", "--no-check", "--threads",
+                          "2", "--coordinators", "2"}) {
+      run.push_back(a);
+    }
+    run.push_back("--report");
+    run.push_back(report_);
+    run.insert(run.begin(), bench_binary());
+    auto pid = spawn_with_output(run, log_, /*append=*/false);
+    ASSERT_TRUE(pid) << pid.status().to_string();
+    pid_ = *pid;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (committed_so_far() < 200) {
+      if (std::chrono::steady_clock::now() > deadline || wait_child(pid_, std::chrono::milliseconds(0)) >= 0) {
+        ::kill(pid_, SIGKILL);
+        wait_child(pid_, std::chrono::seconds(10));
+        pid_ = -1;
+        FAIL() << "the bench never ran transactions: " << read_file(log_);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+
+  // "(N commits so far)" of the bench's last progress line, 0 before one.
+  uint64_t committed_so_far() const {
+    const std::string out = read_file(log_);
+    const size_t end = out.rfind(" commits so far)");
+    if (end == std::string::npos) return 0;
+    const size_t open = out.rfind('(', end);
+    return open == std::string::npos ? 0 : std::strtoull(out.c_str() + open + 1, nullptr, 10);
+  }
+
+  // Waits (bounded) for the run to end: seconds from `since` to then.
+  double finish(std::chrono::steady_clock::time_point since) {
+    rc_ = wait_child(pid_, std::chrono::seconds(150));
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+    if (rc_ < 0) {  // still running after 150 s: it never stopped by itself
+      ::kill(pid_, SIGKILL);
+      wait_child(pid_, std::chrono::seconds(10));
+    }
+    pid_ = -1;
+    run_out_ = read_file(log_);
+    return secs;
+  }
+
+  std::unique_ptr<ControlClient> admin(size_t node) {
+    ClientIdentity id{cluster_id(), d_.memd(node).options().secret, wire::Role::kAdmin, 0};
+    auto ctl = ControlClient::connect(d_.memd(node).endpoint(), id, std::chrono::seconds(5));
+    return ctl ? std::move(*ctl) : nullptr;
+  }
+
+  // What every early stop must show: the run ended instead of spinning, a
+  // report covers it, and only transactions in flight when it broke failed.
+  void expect_stopped_without_spinning() {
+    const std::string json = read_file(report_);
+    ASSERT_FALSE(json.empty()) << "no --report written:\n" << run_out_;
+    // Each coordinator fails at most one transaction on the transport, then
+    // stops (before the fix: millions of failed attempts).
+    EXPECT_LE(json_number(json, "transport"), kCoordinators) << json;
+    EXPECT_LE(json_number(json, "uncertain"), kCoordinators) << json;
+    EXPECT_GT(json_number(json, "commits"), 0) << json;
+    EXPECT_NE(run_out_.find("check skipped"), std::string::npos) << run_out_;
+  }
+
+  MemdCluster d_{2, "32M", "2M"};
+  std::string secret_path_ = d_.memd(0).secret_path();
+  TempDir out_dir_;
+  std::string report_ = out_dir_.path() + "/run.json";
+  std::string log_ = out_dir_.path() + "/run.log";
+  pid_t pid_ = -1;  // the running bench, until finish()
+  int rc_ = -1;
+  std::string run_out_;
+};
+
+// A fenced compute node stops at once with its own exit code and says why,
+// instead of retrying for the rest of --seconds (it can never commit again).
+TEST_F(BenchUnderFailure, FencedStopsAtOnceWithExitCodeSix) {
+  start_run(Backend::kTcp);
+  if (HasFatalFailure()) return;
+  const auto fenced_at = std::chrono::steady_clock::now();
+  for (size_t n = 0; n < d_.size(); ++n) {
+    auto ctl = admin(n);
+    ASSERT_TRUE(ctl);
+    ASSERT_TRUE(ctl->fence(5));
+  }
+  const double secs = finish(fenced_at);
+  EXPECT_EQ(rc_, 6) << run_out_;
+  EXPECT_NE(run_out_.find("was fenced"), std::string::npos) << run_out_;
+  EXPECT_LT(secs, 30.0) << "a fenced node kept retrying";
+  expect_stopped_without_spinning();
+}
+
+// A memory daemon killed under a running bench: every coordinator stops,
+// the bench exits 8 naming that memory node, and only transactions in
+// flight at the kill count as uncertain. tcp sees the connection close, shm
+// sees the daemon's control session end; the read-only run shows that
+// failures before logging (which halt nothing) no longer spin.
+struct LostNodeCase {
+  const char* name;
+  Backend backend;
+  bool read_only;
+};
+
+class BenchMemoryNodeLost : public BenchUnderFailure, public ::testing::WithParamInterface<LostNodeCase> {};
+
+TEST_P(BenchMemoryNodeLost, StopsPromptlyWithExitCodeEightNamingTheNode) {
+  start_run(GetParam().backend, GetParam().read_only ? kMicroReadOnly : kSmallBank);
+  if (HasFatalFailure()) return;
+  const std::string victim = d_.memd(1).endpoint().to_string();
+  const auto killed_at = std::chrono::steady_clock::now();
+  d_.memd(1).kill9();
+  const double secs = finish(killed_at);
+  EXPECT_EQ(rc_, 8) << run_out_;
+  EXPECT_NE(run_out_.find("memory node 2 (" + victim + "): connection lost"), std::string::npos) << run_out_;
+  EXPECT_LT(secs, 30.0) << "the bench kept retrying against a dead memory node";
+  expect_stopped_without_spinning();
+  if (GetParam().read_only) EXPECT_EQ(json_number(read_file(report_), "uncertain"), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, BenchMemoryNodeLost,
+                         ::testing::Values(LostNodeCase{"tcp", Backend::kTcp, false},
+                                           LostNodeCase{"shm", Backend::kShm, false},
+                                           LostNodeCase{"tcp_read_only", Backend::kTcp, true}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 TEST(BenchEndToEnd, LoadRunAndCheckAgainstTwoDaemons) {
   MemdCluster d(2, "32M", "2M");

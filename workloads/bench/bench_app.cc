@@ -298,7 +298,42 @@ int run_bench(const BenchConfig& cfg_in) {
     summary.stats = std::move(*stats);
   }
   if (signals.received()) fmt::print("stopped by {}: the run ended early\n", signals.received_name());
-  if (fenced.load(std::memory_order_acquire)) {
+  const bool was_fenced = fenced.load(std::memory_order_acquire);
+  // "memory node 2 (127.0.0.1:7001): connection lost (disconnected)" when the run stopped for it.
+  std::string lost;
+  if (summary.stats && summary.stats->lost_node && !was_fenced) {
+    const uint32_t n = *summary.stats->lost_node;
+    lost = fmt::format("memory node {} ({}): connection lost ({})", (*cluster)->node(n).region.node_id,
+                       (*cluster)->node(n).endpoint.to_string(), errc_name(summary.stats->lost_node_error));
+  }
+
+  if (was_fenced) {
+    summary.check_skipped = "this node was fenced";
+  } else if (!lost.empty()) {
+    summary.check_skipped = "a memory node is unreachable";
+  } else if (cfg.check) {
+    CheckInput in;
+    in.baseline = baseline;
+    if (summary.stats) {
+      in.committed_delta = summary.stats->committed_delta;
+      in.uncertain = summary.stats->uncertain;
+    }
+    summary.check = workload.check(**client, in);
+  }
+
+  // The summary and the report cover what ran, also when the run stopped
+  // early (how many attempts failed, how many are uncertain).
+  fmt::print("{}", format_text(summary));
+  std::fflush(stdout);
+  if (!cfg.report_path.empty() && !write_file(cfg.report_path, format_json(summary))) {
+    fail(fmt::format("could not write the report to {}", cfg.report_path));
+    return 1;
+  }
+  const uint32_t halted = summary.stats ? summary.stats->halted_coordinators : 0;
+  const std::string recover_how = membership ? "the failure detector does it once this process is gone"
+                                             : "run the cluster with the failure detector (--zookeeper), or "
+                                               "pandora-ctl recover on such a cluster";
+  if (was_fenced) {
     if (membership) {
       fail(fmt::format("this compute node (pid {}) was declared failed by the failure detector and fenced (a "
                        "stall longer than its timeout, e.g. SIGSTOP or an overloaded host); its unfinished "
@@ -312,31 +347,22 @@ int run_bench(const BenchConfig& cfg_in) {
     }
     return kExitFenced;
   }
-
-  if (cfg.check) {
-    CheckInput in;
-    in.baseline = baseline;
-    if (summary.stats) {
-      in.committed_delta = summary.stats->committed_delta;
-      in.uncertain = summary.stats->uncertain;
-    }
-    summary.check = workload.check(**client, in);
-  }
-
-  fmt::print("{}", format_text(summary));
-  std::fflush(stdout);
-  if (!cfg.report_path.empty() && !write_file(cfg.report_path, format_json(summary))) {
-    fail(fmt::format("could not write the report to {}", cfg.report_path));
-    return 1;
+  if (!lost.empty()) {
+    fail(fmt::format("{}; its daemon is gone or the link failed, so no transaction could commit any more and every "
+                     "coordinator stopped (connections are never re-opened during a run).{} Restart that memory "
+                     "node (its region keeps the data) and run again.",
+                     lost,
+                     halted == 0 ? std::string()
+                                 : fmt::format(" {} coordinator(s) left a logged transaction undecided: this node "
+                                               "(pid {}) must be recovered ({}).",
+                                               halted, cfg.compute.compute_id, recover_how)));
+    return kExitMemoryNodeLost;
   }
   if (summary.check && !summary.check->passed) return 1;
-  if (summary.stats && summary.stats->halted_coordinators > 0) {
+  if (halted > 0) {
     fail(fmt::format("{} coordinator(s) left a logged transaction undecided after a transport failure: this node "
                      "(pid {}) must be recovered before its pid's latches are released ({})",
-                     summary.stats->halted_coordinators, cfg.compute.compute_id,
-                     membership ? "the failure detector does it once this process is gone"
-                                : "run the cluster with the failure detector (--zookeeper), or pandora-ctl recover "
-                                  "on such a cluster"));
+                     halted, cfg.compute.compute_id, recover_how));
     return kExitNeedsRecovery;
   }
   return 0;

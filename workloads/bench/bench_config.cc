@@ -18,7 +18,8 @@ constexpr std::string_view kSummary =
     "it fails). --load creates the tables and loads the rows first; without it the run attaches to a previous load "
     "(pass the same --keys/--value-size/--accounts). The check assumes this process is the only one writing these "
     "tables during the run; with several concurrent processes pass --no-check.\n"
-    "Exit status: 0 success, 1 run or check failure, 2 bad command line.";
+    "Exit status: 0 success, 1 run or check failure, 2 bad command line, 6 this node was fenced, 7 a transaction "
+    "was left undecided for recovery, 8 a memory node was lost during the run (6 and 8 stop the run at once).";
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out;

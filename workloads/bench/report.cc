@@ -112,7 +112,7 @@ std::string format_text(const BenchSummary& s) {
     }
   }
   if (s.check) out += s.check->message + "\n";
-  else out += "check skipped (--no-check)\n";
+  else out += fmt::format("check skipped ({})\n", s.check_skipped);
   return out;
 }
 

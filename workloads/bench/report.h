@@ -15,7 +15,8 @@ struct BenchSummary {
   const BenchConfig* config = nullptr;
   std::vector<std::string> txn_types;
   std::optional<RunStats> stats;    // absent when nothing ran (--seconds 0)
-  std::optional<CheckResult> check; // absent with --no-check
+  std::optional<CheckResult> check; // absent with --no-check, or when the run stopped early
+  std::string check_skipped = "--no-check";  // why check is absent (the text summary says it)
   std::optional<int64_t> invariant_before;
   double load_seconds = 0;          // 0 without --load
   uint64_t rows_loaded = 0;

@@ -29,9 +29,28 @@ struct CoordinatorSlot {
   uint64_t uncertain = 0;
   bool halted = false;
   bool fenced = false;
+  std::optional<uint32_t> lost_node;
+  Errc lost_node_error = Errc::kOk;
   uint64_t total_commits = 0;
   std::vector<uint64_t> timeline;
 };
+
+// After a transport failure: is this node fenced, or is a memory node lost?
+// The connections tell (a broken connection stays broken), not the failed
+// operation alone: its error may be that of another node's connection.
+void classify_transport_failure(Coordinator& c, CoordinatorSlot& s) {
+  if (c.engine().last_detail().code() == Errc::kFenced) s.fenced = true;
+  RemoteOps& ops = c.ops();
+  for (size_t n = 0; n < ops.node_count(); ++n) {
+    const Errc h = ops.link_health(n);
+    if (h == Errc::kFenced) {
+      s.fenced = true;
+    } else if (h != Errc::kOk && !s.lost_node) {
+      s.lost_node = static_cast<uint32_t>(n);
+      s.lost_node_error = h;
+    }
+  }
+}
 
 }  // namespace
 
@@ -96,6 +115,10 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
     }
   };
 
+  // Raised by the first coordinator that finds this node fenced or a memory
+  // node lost: nothing can commit any more, so all stop at once.
+  std::atomic<bool> give_up{false};
+
   auto task = [&](Coordinator& c) {
     CoordinatorSlot& s = *slots.at(c.id());
     Rng rng = Rng::for_coordinator(options.seed, compute_id, c.id());
@@ -105,6 +128,7 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
       const Clock::time_point t0 = Clock::now();
       if (t0 >= deadline) break;
       if (options.stop && options.stop->load(std::memory_order_acquire)) break;
+      if (give_up.load(std::memory_order_acquire)) break;
       if (options.pause_requested) {
         if (const uint64_t epoch = options.pause_requested(); epoch != 0) {
           park(c, epoch);
@@ -131,13 +155,19 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
         const auto b = static_cast<size_t>((t1 - start) / width);
         ++s.timeline[std::min(b, buckets - 1)];
       } else if (o.commit.reason == AbortReason::kTransport) {
-        ++s.uncertain;
-        // A memory node fenced this node: nothing it does can commit any
-        // more; stop at once instead of retrying (the detector recovers it).
-        if (c.engine().last_detail().code() == Errc::kFenced) s.fenced = true;
+        // Left undecided (halted) means its outcome is unknown; any earlier
+        // transport failure aborted it with nothing written.
+        if (c.engine().halted()) ++s.uncertain;
+        classify_transport_failure(c, s);
       }
-      if (s.fenced) break;
-      if (!measuring) continue;
+      // Fenced or a memory node lost: nothing this node does can commit any
+      // more; stop at once instead of retrying (recovery decides the rest).
+      const bool hopeless = s.fenced || s.lost_node.has_value();
+      if (hopeless) give_up.store(true, std::memory_order_release);
+      if (!measuring) {
+        if (hopeless) break;
+        continue;
+      }
       ++s.attempts;
       if (o.commit.committed) {
         ++s.commits;
@@ -147,6 +177,7 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
         ++s.aborts[static_cast<size_t>(o.commit.reason) % kAbortReasons];
         ++s.aborts_by_type[type];
       }
+      if (hopeless) break;
     }
     finished.fetch_add(1, std::memory_order_acq_rel);
     s.window_end = c.engine().counters();
@@ -219,6 +250,10 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
     r.uncertain += s->uncertain;
     r.halted_coordinators += s->halted ? 1 : 0;
     r.fenced = r.fenced || s->fenced;
+    if (s->lost_node && !r.lost_node) {
+      r.lost_node = s->lost_node;
+      r.lost_node_error = s->lost_node_error;
+    }
     r.total_commits += s->total_commits;
     for (size_t b = 0; b < buckets; ++b) r.timeline[b] += s->timeline[b];
   }

@@ -11,7 +11,14 @@
 // reads is atomic). Transactions that *start* in [warmup end, deadline) are
 // measured; the committed deltas and transport failures are summed over the
 // whole run (warm-up included), since the consistency check covers
-// everything that ran. Engine counters (TxnCounters) are snapshotted at each
+// everything that ran.
+//
+// A run ends early, for every coordinator at once, when one of them finds
+// that nothing can commit any more: this node was fenced by a memory node,
+// or its connection to a memory node broke (the daemon died, the link
+// failed); connections never recover (common/transport/transport.h), so
+// retrying would only spin. RunStats says which (fenced, lost_node). Engine
+// counters (TxnCounters) are snapshotted at each
 // coordinator's first measured transaction and after its last one, so the
 // remote-operation counts cover exactly the measured transactions.
 #pragma once
@@ -21,6 +28,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "common/status.h"
@@ -45,7 +53,7 @@ struct RunOptions {
   uint64_t seed = 1;
   std::function<void(const Progress&)> on_progress;  // may be empty
   // When set and true, every coordinator stops after its current
-  // transaction (this node was fenced: nothing it does can commit).
+  // transaction (SIGTERM, or the detector fenced this node).
   const std::atomic<bool>* stop = nullptr;
   // Stop-the-world pauses (ford's recovery): when pause_requested() returns
   // a non-zero epoch, every coordinator parks between transactions; once
@@ -67,9 +75,17 @@ struct RunStats {
   TxnCounters engine;                            // engine counters over the window
   // Whole run.
   int64_t committed_delta = 0;
-  uint64_t uncertain = 0;                        // kTransport aborts
+  // Transactions whose outcome is unknown: a transport failure hit them
+  // after they were logged (or during their commit WRITEs), so recovery
+  // decides them. At most one per coordinator (it halts). A transport
+  // failure before that aborts with nothing written and is only an abort.
+  uint64_t uncertain = 0;
   uint32_t halted_coordinators = 0;              // stopped after leaving a transaction to recovery
   bool fenced = false;                           // a memory node refused this node as fenced
+  // Index (in the cluster's memory nodes) of a memory node whose connection
+  // broke, and how (kDisconnected, kTimeout, ...); the run stopped then.
+  std::optional<uint32_t> lost_node;
+  Errc lost_node_error = Errc::kOk;
   uint32_t pauses = 0;                           // stop-the-world pauses this node parked for
   double paused_seconds = 0;                     // wall time spent parked (all coordinators)
   uint64_t total_commits = 0;
