@@ -206,8 +206,7 @@ Result<ComputeConfig> ComputeFlags::resolve() const {
     c.memory_nodes.push_back(*ep);
   }
   if (secret_file.empty()) return Status(Errc::kInvalidArgument, "--secret-file is required");
-  bool world_readable = false;
-  Result<std::string> secret = read_secret_file(secret_file, &world_readable);
+  Result<std::string> secret = read_secret_file(secret_file);
   if (!secret) return secret.status();
   c.secret = *secret;
   c.zookeeper = zookeeper;

@@ -1,6 +1,7 @@
 // pandora-bench as a user runs it: --help, bad flags (exit 2 naming the
 // flag), and short end-to-end runs against two real daemons.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <fstream>
@@ -27,6 +28,12 @@ int bench(std::vector<std::string> args, std::string* out, int timeout_s = 120) 
   return run_command(args, out, timeout_s);
 }
 
+// Writes a secret file as the README says to (mode 600) unless told otherwise.
+void write_secret(const std::string& path, const std::string& content, mode_t mode = 0600) {
+  std::ofstream(path) << content;
+  ASSERT_EQ(::chmod(path.c_str(), mode), 0);
+}
+
 TEST(BenchCli, HelpExitsZero) {
   std::string out;
   ASSERT_EQ(bench({"--help"}, &out), 0) << out;
@@ -42,7 +49,7 @@ class BenchCliErrors : public ::testing::Test {
  protected:
   void SetUp() override {
     secret_ = dir_.path() + "/secret";
-    std::ofstream(secret_) << "test-secret\n";
+    write_secret(secret_, "test-secret-0123456789\n");
   }
   // Required flags (never reached: every case fails before connecting).
   std::vector<std::string> base() const {
@@ -84,10 +91,7 @@ TEST_F(BenchCliErrors, MissingRequiredAndUnreadableSecret) {
   EXPECT_EQ(bench({"--seconds", "1"}, &out, 30), 2) << out;
   EXPECT_NE(out.find("--cluster-id"), std::string::npos) << out;
   const std::string secret = dir_.path() + "/secret";
-  {
-    std::ofstream f(secret);
-    f << "0123456789abcdef0123";
-  }
+  write_secret(secret, "0123456789abcdef0123");
   // Without --zookeeper the memory nodes and the compute id are required;
   // with it the registry assigns the pid, so choosing one is refused.
   EXPECT_EQ(bench({"--cluster-id", "7", "--secret-file", secret, "--compute-id", "1"}, &out, 30), 2) << out;
@@ -106,6 +110,18 @@ TEST_F(BenchCliErrors, MissingRequiredAndUnreadableSecret) {
             2)
       << out;
   EXPECT_NE(out.find("secret"), std::string::npos) << out;
+}
+
+// The daemon's rule for secret files, shared (common/secret.h): a secret
+// others can read, or one short enough to guess, is refused before anything
+// connects.
+TEST_F(BenchCliErrors, RefusesShortOrReadableSecretFiles) {
+  write_secret(secret_, "short-secret\n");
+  expect_usage_error({"--seconds", "1"}, "at least 16");
+  write_secret(secret_, "test-secret-0123456789\n", 0644);
+  expect_usage_error({"--seconds", "1"}, "chmod 600");
+  write_secret(secret_, "test-secret-0123456789\n", 0640);
+  expect_usage_error({"--seconds", "1"}, "chmod 600");
 }
 
 // A fenced compute node stops at once with its own exit code and says why,
