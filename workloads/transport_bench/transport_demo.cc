@@ -442,6 +442,7 @@ int demo_main(int argc, char** argv) {
   id.secret = *secret;
   id.role = wire::Role::kCompute;
   id.compute_id = static_cast<uint16_t>(cfg.compute_id);
+  id.incarnation = new_incarnation();  // one for every connection of this process
 
   std::vector<Backend> backends;
   if (cfg.backend == "all") {
