@@ -179,6 +179,19 @@ class TcpConnectionTest : public ::testing::Test {
     return out;
   }
 
+  // Posts two FAAs; the first response the client cannot accept must break
+  // the connection and complete both with kDisconnected.
+  void expect_two_faas_break() {
+    conn_->post_faa(kLo, 1, 1);
+    conn_->post_faa(kLo, 1, 2);
+    conn_->flush();
+    auto got = run(2);
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].status, Errc::kDisconnected);
+    EXPECT_EQ(got[1].status, Errc::kDisconnected);
+    EXPECT_EQ(conn_->health(), Errc::kDisconnected);
+  }
+
   std::unique_ptr<TcpConnection> conn_;
   std::unique_ptr<FakePeer> peer_;
 };
@@ -242,17 +255,10 @@ TEST_F(TcpConnectionTest, ResponsesDeliveredByteByByte) {
 
 TEST_F(TcpConnectionTest, WrongTagBreaksTheConnection) {
   peer_->tamper = [](const wire::RequestHeader&, wire::ResponseHeader& r) { r.tag += 1; };
-  conn_->post_faa(kLo, 1, 1);
-  conn_->post_faa(kLo, 1, 2);
-  conn_->flush();
-  auto got = run(2);
-  ASSERT_EQ(got.size(), 2u);
-  EXPECT_EQ(got[0].status, Errc::kDisconnected);
-  EXPECT_EQ(got[1].status, Errc::kDisconnected);
-  EXPECT_EQ(conn_->health(), Errc::kDisconnected);
+  expect_two_faas_break();
   conn_->post_faa(kLo, 1, 3);
   conn_->flush();
-  got = run(1);
+  auto got = run(1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].status, Errc::kDisconnected);
 }
@@ -445,12 +451,7 @@ TEST_F(TcpConnectionTest, FrameMacRefusesAChangedResponseBeforeItsPayloadLands) 
 TEST_F(TcpConnectionTest, FrameMacRefusesAnUnsealedDaemon) {
   make(5s, test_keys());
   peer_->mac_out.reset();  // a daemon that does not seal: every response fails
-  conn_->post_faa(kLo, 1, 1);
-  conn_->post_faa(kLo, 1, 2);
-  conn_->flush();
-  auto got = run(2);
-  ASSERT_EQ(got.size(), 2u);
-  EXPECT_EQ(got[0].status, Errc::kDisconnected);
+  expect_two_faas_break();
 }
 
 }  // namespace
