@@ -29,6 +29,13 @@ if(NOT PMEM_FOUND)
   pandora_missing("libpmem (PMDK)" "libpmem-dev")
 endif()
 
+# libcrypto: SHA-256 and HMAC-SHA256 for authentication (common/checksum.h).
+# Security primitives come from a reviewed library, never written by hand.
+find_package(OpenSSL QUIET COMPONENTS Crypto)
+if(NOT OpenSSL_FOUND OR NOT TARGET OpenSSL::Crypto)
+  pandora_missing("OpenSSL libcrypto" "libssl-dev")
+endif()
+
 find_library(IBVERBS_LIBRARY ibverbs)
 find_path(IBVERBS_INCLUDE_DIR infiniband/verbs.h)
 if(NOT IBVERBS_LIBRARY OR NOT IBVERBS_INCLUDE_DIR)

@@ -12,8 +12,6 @@
 namespace pandora {
 namespace {
 
-constexpr size_t kMaxSecretBytes = 4096;
-
 // Closes the descriptor on every return path.
 class Fd {
  public:
@@ -35,7 +33,7 @@ Status io_error(const std::string& path, const char* what, int err) {
 
 }  // namespace
 
-Result<std::string> read_secret_file(const std::string& path, bool* world_readable) {
+Result<std::string> read_secret_file(const std::string& path) {
   if (path.empty()) return Status(Errc::kInvalidArgument, "no secret file given");
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) return io_error(path, "cannot open", errno);
@@ -43,8 +41,15 @@ Result<std::string> read_secret_file(const std::string& path, bool* world_readab
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return io_error(path, "cannot stat", errno);
   // Pipes are accepted (`--secret-file <(vault read ...)`); their mode bits
-  // say nothing about who can read the secret, so only files are flagged.
-  if (world_readable != nullptr) *world_readable = S_ISREG(st.st_mode) && (st.st_mode & S_IROTH) != 0;
+  // say nothing about who can read the secret, so only files are checked.
+  // Refused rather than warned about: a warning in a log nobody reads left
+  // clusters joinable by every local user.
+  if (S_ISREG(st.st_mode) && (st.st_mode & (S_IRGRP | S_IROTH)) != 0) {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("secret file '{}' is readable by {} (mode {:04o}); anyone who can read it can join "
+                              "the cluster: restrict it with chmod 600",
+                              path, (st.st_mode & S_IROTH) != 0 ? "all users" : "its group", st.st_mode & 07777));
+  }
 
   // Read one newline and one byte more than allowed, so "too long" is
   // detected without trusting st_size or reading an unbounded file.
@@ -64,6 +69,12 @@ Result<std::string> read_secret_file(const std::string& path, bool* world_readab
 
   if (content.empty()) {
     return Status(Errc::kInvalidArgument, fmt::format("secret file '{}' is empty; put the cluster secret in it", path));
+  }
+  if (content.size() < kMinSecretBytes) {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("secret file '{}' holds {} bytes; a cluster secret needs at least {} (e.g. "
+                              "head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n')",
+                              path, content.size(), kMinSecretBytes));
   }
   if (content.size() > kMaxSecretBytes) {
     return Status(Errc::kInvalidArgument,

@@ -151,6 +151,7 @@ ClientIdentity ComputeConfig::identity() const {
   id.secret = secret;
   id.role = wire::Role::kCompute;
   id.compute_id = compute_id;
+  id.incarnation = incarnation;
   return id;
 }
 
@@ -159,6 +160,7 @@ ConnectOptions ComputeConfig::connect_options() const {
   o.backend = backend;
   o.connect_timeout = connect_timeout;
   o.op_timeout = op_timeout;
+  o.frame_mac = frame_mac;
   return o;
 }
 
@@ -195,6 +197,9 @@ void ComputeFlags::declare(OptionSet& opts) {
   opts.add_string("zk-root", &zk_root, "with --zookeeper: the cluster's ZooKeeper path");
   opts.add_u64("fd-heartbeat-us", &fd_heartbeat_us, "with --zookeeper: heartbeat period in microseconds", 100,
                1000000);
+  opts.add_flag("frame-mac", &frame_mac,
+                "tcp: put a MAC (HMAC-SHA256, per-connection key) on every data-plane frame, so frames changed on "
+                "the network are detected; costs throughput (README, Security)");
 }
 
 Result<ComputeConfig> ComputeFlags::resolve() const {
@@ -206,8 +211,7 @@ Result<ComputeConfig> ComputeFlags::resolve() const {
     c.memory_nodes.push_back(*ep);
   }
   if (secret_file.empty()) return Status(Errc::kInvalidArgument, "--secret-file is required");
-  bool world_readable = false;
-  Result<std::string> secret = read_secret_file(secret_file, &world_readable);
+  Result<std::string> secret = read_secret_file(secret_file);
   if (!secret) return secret.status();
   c.secret = *secret;
   c.zookeeper = zookeeper;
@@ -238,6 +242,7 @@ Result<ComputeConfig> ComputeFlags::resolve() const {
   if (!bugs) return bugs.status();
   c.bugs = *bugs;
   c.op_timeout = std::chrono::milliseconds(op_timeout_ms);
+  c.frame_mac = frame_mac;
   c.shards = static_cast<uint32_t>(shards);
   c.lane_bytes = static_cast<uint32_t>(lane_bytes);
   if (!c.zookeeper.empty()) {

@@ -81,6 +81,12 @@ struct ComputeConfig {
   BugSwitches bugs;
   std::chrono::milliseconds op_timeout{5000};
   std::chrono::milliseconds connect_timeout{5000};
+  // tcp: a MAC on every data-plane frame (ConnectOptions::frame_mac).
+  bool frame_mac = false;
+  // This compute process's incarnation (ClientIdentity::incarnation): drawn
+  // when the config is made and shared by its copies, so every connection
+  // of the process carries the same one.
+  uint64_t incarnation = new_incarnation();
   uint32_t shards = 1024;                  // placement shards (fixed for the cluster's life)
   uint32_t lane_bytes = 16 * 1024;         // one log lane (must hold a transaction's record)
   // This node's log lanes (common/lane_map.h). Empty: the fixed slot of
@@ -128,11 +134,12 @@ struct ComputeFlags {
   std::string zookeeper;
   std::string zk_root = "/pandora";
   uint64_t fd_heartbeat_us = 1000;
+  bool frame_mac = false;
 
   // Declares --memory-nodes, --cluster-id, --secret-file, --compute-id,
   // --backend, --replicas, --threads, --coordinators, --protocol, --bug,
   // --op-timeout-ms, --shards, --lane-bytes, --zookeeper, --zk-root,
-  // --fd-heartbeat-us.
+  // --fd-heartbeat-us, --frame-mac.
   void declare(OptionSet& opts);
   // Parses the lists, reads the secret file, validates. With --zookeeper,
   // compute_id and lane_slot are left for the registry to assign (and

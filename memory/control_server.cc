@@ -24,6 +24,7 @@
 
 #include "common/checksum.h"
 #include "memory/pending_handshakes.h"
+#include "memory/session_table.h"
 
 namespace pandora::memd {
 namespace {
@@ -282,12 +283,15 @@ class ControlServer::Impl {
     std::string in;
     std::string out;
     size_t out_head = 0;
-    std::array<uint8_t, 32> nonce{};
+    wire::Nonce nonce{};         // the server nonce sent in ServerHello
+    wire::Nonce client_nonce{};  // from the Hello
     Clock::time_point deadline{};  // handshake deadline, or linger deadline when closing
     wire::Role role = wire::Role::kAdmin;
     uint16_t compute_id = 0;
     uint32_t fence_generation = 0;  // FenceTable::generation at login
     uint32_t pid = 0;
+    SessionTable::Lease lease;  // compute sessions: the claim on compute_id
+    std::optional<wire::FrameMacKeys> frame_mac;  // SetupTcp asked for frame MACs
     bool fence_pending = false;  // waiting for the fence worker: no reading
     bool handoff = false;        // SetupTcp answered: hand over once Ok is out
     bool shut_wr = false;
@@ -475,10 +479,7 @@ class ControlServer::Impl {
       protocol_error(c, std::string("expected Hello, got ") + std::string(type_name(wire::control_type(m))));
       return;
     }
-    std::string mac_input = wire::hello_mac_input(c.nonce, *hello);
-    Digest256 expected = hmac_sha256(
-        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(secret_.data()), secret_.size()),
-        std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(mac_input.data()), mac_input.size()));
+    Digest256 expected = hmac_sha256(secret_bytes(), as_bytes(wire::hello_mac_input(c.nonce, *hello)));
     bool mac_ok = constant_time_equal(expected, hello->mac);
     if (hello->cluster_id != cluster_id_ || !mac_ok) {
       ++auth_failures_;
@@ -486,14 +487,21 @@ class ControlServer::Impl {
                             ? fmt::format("cluster id {:#x} (this node serves cluster {:#x})", hello->cluster_id,
                                           cluster_id_)
                             : std::string("wrong secret (HMAC mismatch)");
-      log_.warn("authentication failed for {}: {}; closing", c.peer, why);
+      noisy_.log(LogLevel::kWarn, "auth-failed", "authentication failed for {}: {}; closing", c.peer, why);
+      // The reason stays in our log: a peer that does not know the secret
+      // learns nothing about this cluster (not even its id) from trying.
       reply_error_and_close(c, Errc::kAuthFailed,
-                            "authentication failed: " + why + "; check the cluster id and the secret file");
+                            "login failed: the memory daemon did not accept this cluster id and secret; check "
+                            "--cluster-id and the secret file");
       return;
     }
     if (hello->role == wire::Role::kCompute) {
       if (hello->compute_id == 0) {
         reply_error_and_close(c, Errc::kInvalidArgument, "a compute node needs a compute id in 1..65535");
+        return;
+      }
+      if (hello->incarnation == 0) {
+        reply_error_and_close(c, Errc::kInvalidArgument, "a compute node needs a non-zero incarnation");
         return;
       }
       // Generation first, then the bit: an unfence in between makes this
@@ -507,10 +515,19 @@ class ControlServer::Impl {
                                           hello->compute_id, region_.header().node_id));
         return;
       }
+      Result<SessionTable::Lease> lease =
+          sessions_.acquire(hello->compute_id, hello->incarnation, c.fence_generation, c.fd);
+      if (!lease) {
+        log_.warn("refused Hello of compute node {} from {} (incarnation {:#x}): {}", hello->compute_id, c.peer,
+                  hello->incarnation, lease.status().message());
+        reply_error_and_close(c, lease.status().code(), lease.status().message());
+        return;
+      }
+      c.lease = std::move(*lease);
       c.peer = fmt::format("compute {} ({})", hello->compute_id, c.peer);
     } else if (hello->role == wire::Role::kAdmin) {
-      if (hello->compute_id != 0) {
-        reply_error_and_close(c, Errc::kInvalidArgument, "an admin session must use compute id 0");
+      if (hello->compute_id != 0 || hello->incarnation != 0) {
+        reply_error_and_close(c, Errc::kInvalidArgument, "an admin session must use compute id 0 and incarnation 0");
         return;
       }
       c.peer = fmt::format("admin ({})", c.peer);
@@ -521,11 +538,16 @@ class ControlServer::Impl {
     c.role = hello->role;
     c.compute_id = hello->compute_id;
     c.pid = hello->pid;
+    c.client_nonce = hello->client_nonce;
     c.state = State::kSession;
     pending_.remove(c.id);
     // Hello.pid is the client's claim, for the log only (never signalled).
     log_.debug("{}: session established (claims pid {})", c.peer, c.pid);
-    wire::encode_control(c.out, wire::HelloOk{region_.info()});
+    // Our half of the mutual login: only a holder of the secret can MAC the
+    // client's fresh nonce, so the client knows it talks to its cluster.
+    wire::HelloOk ok{region_.info(), {}};
+    ok.mac = hmac_sha256(secret_bytes(), as_bytes(wire::hello_ok_mac_input(c.nonce, *hello, ok.region)));
+    wire::encode_control(c.out, ok);
   }
 
   void request(Conn& c, const wire::ControlMessage& m) {
@@ -565,6 +587,7 @@ class ControlServer::Impl {
             if (c.role != wire::Role::kCompute) {
               reply_error(c, Errc::kInvalidArgument, "SetupTcp needs a compute session");
             } else {
+              if (msg.frame_mac) c.frame_mac = wire::frame_mac_keys(secret_bytes(), c.nonce, c.client_nonce);
               wire::encode_control(c.out, wire::Ok{});
               c.handoff = true;
             }
@@ -677,7 +700,8 @@ class ControlServer::Impl {
   void hand_over(Conn& c) {
     ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
     log_.debug("{}: switching to the tcp data plane", c.peer);
-    data_plane_.adopt(c.fd, c.compute_id, c.fence_generation, c.peer, std::move(c.in));
+    data_plane_.adopt(TcpSession{c.fd, c.compute_id, c.fence_generation, c.peer, std::move(c.in),
+                                 std::move(c.frame_mac), std::move(c.lease)});
     conns_.erase(c.id);  // the fd now belongs to the data plane
   }
 
@@ -738,6 +762,7 @@ class ControlServer::Impl {
   void close_conn(Conn& c) {
     if (c.state == State::kHandshake) pending_.remove(c.id);
     shm_.revoke(c.id);
+    c.lease.release();  // before the descriptor can be reused
     ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
     ::close(c.fd);
     conns_.erase(c.id);
@@ -746,11 +771,17 @@ class ControlServer::Impl {
   void close_all() {
     for (auto& [id, c] : conns_) {
       shm_.revoke(id);
+      c->lease.release();
       if (epoll_fd_ >= 0) ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
       ::close(c->fd);
     }
     conns_.clear();
     pending_ = PendingHandshakes(limits_.max_handshakes, limits_.max_handshakes_per_peer);
+  }
+
+  std::span<const uint8_t> secret_bytes() const { return as_bytes(secret_); }
+  static std::span<const uint8_t> as_bytes(const std::string& s) {
+    return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
   }
 
   Region& region_;
@@ -759,6 +790,7 @@ class ControlServer::Impl {
   TcpDataPlane& data_plane_;
   uint64_t cluster_id_;
   std::string secret_;
+  SessionTable sessions_;
   Logger log_;
   ControlLimits limits_;
   RateLimitedLog noisy_;  // lines outsiders can trigger at will

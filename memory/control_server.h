@@ -3,17 +3,23 @@
 // Every accepted connection starts here (protocol in common/wire/control.h):
 //
 //   daemon -> ServerHello{nonce}       nonce: 32 bytes from getrandom(2)
-//   client -> Hello                    checked: cluster id, HMAC over the
-//                                      nonce (constant-time compare), role,
-//                                      compute id, fence bit
-//   daemon -> HelloOk | Error + close
+//   client -> Hello                    checked: cluster id, HMAC over both
+//                                      nonces and the fields (constant-time
+//                                      compare), role, compute id,
+//                                      incarnation, fence bit, and that no
+//                                      other live process holds the compute
+//                                      id (memory/session_table.h)
+//   daemon -> HelloOk{region, mac}     mac proves the daemon knows the secret
+//             | Error + close          a failed login is told only that it
+//                                      failed; the reason goes to the log
 //
 // then a request/reply loop: RegionInfoRequest, StatsRequest, Fence (admin
 // sessions only), SetupTcp and SetupShm (compute sessions only). SetupTcp is
 // answered with Ok, after which the socket belongs to the tcp data plane
-// (bytes the client pipelined behind SetupTcp go with it). SetupShm is
-// answered with ShmInfo: the hand-off socket and a single-use token bound to
-// this session (memory/shm_fd_server.h), which the client redeems for the
+// (bytes the client pipelined behind SetupTcp go with it, and so do the
+// session's frame MAC keys when SetupTcp.frame_mac asked for them). SetupShm
+// is answered with ShmInfo: the hand-off socket and a single-use token bound
+// to this session (memory/shm_fd_server.h), which the client redeems for the
 // region's descriptor; the process that redeems it is registered for
 // fencing (Hello.pid is never trusted). The session stays a control session;
 // its end revokes its unused tokens. A request that is

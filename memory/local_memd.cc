@@ -326,6 +326,7 @@ ClientIdentity LocalMemd::identity(uint16_t compute_id) const {
   id.secret = options_.secret;
   id.role = compute_id == 0 ? wire::Role::kAdmin : wire::Role::kCompute;
   id.compute_id = compute_id;
+  id.incarnation = compute_id == 0 ? 0 : incarnation_;
   return id;
 }
 

@@ -148,7 +148,8 @@ class LocalMemd {
   // new port).
   Endpoint endpoint() const { return Endpoint{"127.0.0.1", port_}; }
   // An identity the daemon accepts: compute node `compute_id`, or the admin
-  // role when compute_id == 0.
+  // role when compute_id == 0. Compute identities carry this LocalMemd's
+  // incarnation: they all stand for the one process that owns it.
   ClientIdentity identity(uint16_t compute_id) const;
 
   const LocalMemdOptions& options() const { return options_; }
@@ -177,6 +178,7 @@ class LocalMemd {
   pid_t owner_ = -1;  // the process that started pid_
   uint16_t port_ = 0;
   std::string error_;
+  uint64_t incarnation_ = new_incarnation();
 };
 
 // `nodes` daemons with node ids 1..nodes that form one cluster: the same

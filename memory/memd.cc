@@ -166,12 +166,8 @@ int run(const MemdConfig& cfg, const OptionSet& opts) {
     at = comma + 1;
   }
 
-  bool world_readable = false;
-  Result<std::string> secret = read_secret_file(cfg.secret_file, &world_readable);
+  Result<std::string> secret = read_secret_file(cfg.secret_file);
   if (!secret) return usage_error("--secret-file: " + secret.status().message());
-  if (world_readable) {
-    log.warn("secret file {} is readable by other users; restrict it with chmod 600", cfg.secret_file);
-  }
 
   // Before any thread exists, so every thread inherits the blocked mask.
   ShutdownSignals signals;

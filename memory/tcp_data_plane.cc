@@ -27,7 +27,7 @@ using Clock = std::chrono::steady_clock;
 struct alignas(64) WorkerCounters {
   std::atomic<uint64_t> reads{0}, writes{0}, cas{0}, faa{0};
   std::atomic<uint64_t> bytes_read{0}, bytes_written{0};
-  std::atomic<uint64_t> fenced_ops{0}, malformed_frames{0};
+  std::atomic<uint64_t> fenced_ops{0}, malformed_frames{0}, bad_frame_macs{0};
   std::atomic<uint64_t> connections{0};
 };
 
@@ -75,6 +75,10 @@ struct Conn {
   uint16_t compute_id = 0;
   uint32_t fence_generation = 0;  // FenceTable::generation at login
   std::string peer;
+  SessionTable::Lease lease;
+  // Frame MACs on: requests are checked with mac_in, responses sealed with
+  // mac_out.
+  std::optional<wire::FrameMac> mac_in, mac_out;
   InputBuffer in;
   std::string out;
   size_t out_head = 0;
@@ -85,14 +89,6 @@ struct Conn {
   uint32_t events = 0;      // epoll interest currently registered
 
   size_t pending_out() const { return out.size() - out_head; }
-};
-
-struct Handoff {
-  int fd;
-  uint16_t compute_id;
-  uint32_t fence_generation;
-  std::string peer;
-  std::string pending_input;
 };
 
 }  // namespace
@@ -111,7 +107,10 @@ class TcpDataPlane::Worker {
     if (epoll_fd_ >= 0) ::close(epoll_fd_);
     if (wake_fd_ >= 0) ::close(wake_fd_);
     std::lock_guard<std::mutex> lock(inbox_mu_);
-    for (auto& h : inbox_) ::close(h.fd);
+    for (auto& h : inbox_) {
+      h.lease.release();  // before the descriptor can be reused
+      ::close(h.fd);
+    }
   }
 
   Status start() {
@@ -140,7 +139,7 @@ class TcpDataPlane::Worker {
     if (thread_.joinable()) thread_.join();
   }
 
-  void adopt(Handoff h) {
+  void adopt(TcpSession h) {
     {
       std::lock_guard<std::mutex> lock(inbox_mu_);
       inbox_.push_back(std::move(h));
@@ -164,6 +163,7 @@ class TcpDataPlane::Worker {
     s.bytes_written += r(counters_.bytes_written);
     s.fenced_ops += r(counters_.fenced_ops);
     s.malformed_frames += r(counters_.malformed_frames);
+    s.bad_frame_macs += r(counters_.bad_frame_macs);
     s.connections_current += r(counters_.connections);
   }
 
@@ -218,7 +218,7 @@ class TcpDataPlane::Worker {
   void drain_inbox() {
     uint64_t v;
     [[maybe_unused]] ssize_t r = ::read(wake_fd_, &v, sizeof(v));
-    std::vector<Handoff> items;
+    std::vector<TcpSession> items;
     {
       std::lock_guard<std::mutex> lock(inbox_mu_);
       items.swap(inbox_);
@@ -231,6 +231,11 @@ class TcpDataPlane::Worker {
       c->compute_id = h.compute_id;
       c->fence_generation = h.fence_generation;
       c->peer = std::move(h.peer);
+      c->lease = std::move(h.lease);
+      if (h.frame_mac) {
+        c->mac_in.emplace(h.frame_mac->client_to_daemon);
+        c->mac_out.emplace(h.frame_mac->daemon_to_client);
+      }
       c->in.append(h.pending_input);
       int one = 1;
       ::setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -239,6 +244,7 @@ class TcpDataPlane::Worker {
       ev.data.u64 = c->id;
       if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c->fd, &ev) != 0) {
         log_.error("data-plane thread {}: cannot watch connection of {}: {}", index_, c->peer, strerror(errno));
+        c->lease.release();
         ::close(c->fd);
         continue;
       }
@@ -276,7 +282,7 @@ class TcpDataPlane::Worker {
       wire::RequestHeader h;
       std::memcpy(&h, pending.data(), sizeof(h));
       if (h.op == static_cast<uint8_t>(wire::Op::kWrite) && h.len <= wire::kMaxIoBytes) {
-        size_t frame = sizeof(h) + h.len;
+        size_t frame = sizeof(h) + h.len + (c.mac_in ? wire::kFrameMacBytes : 0);
         if (frame > pending.size()) want = std::max(want, frame - pending.size());
       }
     }
@@ -360,8 +366,25 @@ class TcpDataPlane::Worker {
           begin_close(c);
           break;
         }
+        size_t consumed = req.consumed;
+        if (c.mac_in) {
+          // Checked before anything executes: a changed frame never touches
+          // memory.
+          if (data.size() - consumed < wire::kFrameMacBytes) break;  // need more
+          if (!c.mac_in->check(data.first(consumed), data.subspan(consumed, wire::kFrameMacBytes))) {
+            bump(counters_.bad_frame_macs);
+            log_.warn("{}: data-plane frame with a wrong MAC (changed on the way, or not from the client that "
+                      "logged in); closing the connection",
+                      c.peer);
+            begin_close(c);
+            break;
+          }
+          consumed += wire::kFrameMacBytes;
+        }
+        const size_t response_begin = c.out.size();
         need_drain |= execute(c, req);
-        c.in.consume(req.consumed);
+        if (c.mac_out && c.out.size() > response_begin) c.mac_out->seal(c.out, response_begin);
+        c.in.consume(consumed);
         if (c.closing) break;
       }
       // One drain makes every WRITE/CAS/FAA of the batch durable before any
@@ -516,6 +539,7 @@ class TcpDataPlane::Worker {
 
   void close_conn(Conn& c, const char* why) {
     log_.debug("{}: data-plane connection closed ({})", c.peer, why);
+    c.lease.release();  // before the descriptor can be reused
     ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
     ::close(c.fd);
     if (c.closing) --closing_count_;
@@ -534,7 +558,7 @@ class TcpDataPlane::Worker {
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::mutex inbox_mu_;
-  std::vector<Handoff> inbox_;
+  std::vector<TcpSession> inbox_;
   std::atomic<uint64_t> handoffs_pending_{0};
   WorkerCounters counters_;
   // Owned by the worker thread only.
@@ -573,13 +597,12 @@ void TcpDataPlane::stop() {
   for (auto& w : workers_) w->join();
 }
 
-void TcpDataPlane::adopt(int fd, uint16_t compute_id, uint32_t fence_generation, std::string peer,
-                         std::string pending_input) {
+void TcpDataPlane::adopt(TcpSession session) {
   Worker* best = workers_.front().get();
   for (auto& w : workers_) {
     if (w->load() < best->load()) best = w.get();
   }
-  best->adopt(Handoff{fd, compute_id, fence_generation, std::move(peer), std::move(pending_input)});
+  best->adopt(std::move(session));
 }
 
 void TcpDataPlane::add_stats(wire::StatsReply& out) const {

@@ -20,6 +20,10 @@
 //  * A fenced compute node gets kFenced for every request; the connection
 //    stays open so the client learns why (see memory/fence_table.h for the
 //    quiescence protocol that makes fence() synchronous).
+//  * Frame MACs (SetupTcp.frame_mac): every request must carry a valid MAC
+//    (wire::FrameMac) and every response gets one. A request whose MAC is
+//    wrong is not executed: the connection is closed without a response
+//    (like a malformed frame) and counted in bad_frame_macs.
 //  * Back-pressure: a client whose unsent responses exceed kMaxPendingOutput
 //    is not read from until they drain, so a client that never reads cannot
 //    make the daemon buffer without bound. One slow client never blocks the
@@ -31,6 +35,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,8 +44,20 @@
 #include "common/wire/control.h"
 #include "memory/fence_table.h"
 #include "memory/region.h"
+#include "memory/session_table.h"
 
 namespace pandora::memd {
+
+// A compute session handed from the control plane to the data plane.
+struct TcpSession {
+  int fd = -1;                    // connected, non-blocking; owned from now on
+  uint16_t compute_id = 0;
+  uint32_t fence_generation = 0;  // FenceTable::generation at login
+  std::string peer;               // for the log
+  std::string pending_input;      // bytes the client sent after SetupTcp, already read
+  std::optional<wire::FrameMacKeys> frame_mac;  // when SetupTcp asked for frame MACs
+  SessionTable::Lease lease;      // the session's claim on compute_id, released at close
+};
 
 class TcpDataPlane {
  public:
@@ -72,16 +89,15 @@ class TcpDataPlane {
   // joins. Idempotent.
   void stop();
 
-  // Takes ownership of `fd` (a connected, non-blocking socket whose control
-  // session has ended with SetupTcp). `pending_input` holds bytes the client
-  // sent after SetupTcp that the control server had already read; they are
-  // processed first. Thread-safe.
-  // `fence_generation`: FenceTable::generation of the id when it logged in
-  // (requests are refused once it changes).
-  void adopt(int fd, uint16_t compute_id, uint32_t fence_generation, std::string peer, std::string pending_input);
+  // Takes ownership of the session's socket (its control session has ended
+  // with SetupTcp). `pending_input` is processed first; requests are refused
+  // once the id's fence generation moves past `fence_generation`.
+  // Thread-safe.
+  void adopt(TcpSession session);
 
   // Adds this plane's counters (reads, writes, cas, faa, bytes, fenced_ops,
-  // malformed_frames, connections_current) to `out`. Thread-safe.
+  // malformed_frames, bad_frame_macs, connections_current) to `out`.
+  // Thread-safe.
   void add_stats(wire::StatsReply& out) const;
 
   size_t threads() const { return workers_.size(); }

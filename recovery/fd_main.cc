@@ -92,10 +92,8 @@ int main(int argc, char** argv) {
     return usage_error(fmt::format("--zk-root '{}' must be an absolute ZooKeeper path without a trailing /", o.root));
   }
   o.cluster_id = f.cluster_id;
-  bool world_readable = false;
-  auto secret = read_secret_file(f.secret_file, &world_readable);
+  auto secret = read_secret_file(f.secret_file);
   if (!secret) return usage_error("--secret-file: " + secret.status().message());
-  if (world_readable) log.warn("secret file {} is readable by other users", f.secret_file);
   o.secret = *secret;
   o.replica_id = static_cast<uint32_t>(f.replica_id);
   o.replicas = static_cast<uint32_t>(f.replicas);

@@ -1,6 +1,11 @@
 #include "common/transport/client.h"
 
+#include <sys/random.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -31,10 +36,44 @@ Status check_identity(const ClientIdentity& id) {
   if (id.role == wire::Role::kAdmin && id.compute_id != 0) {
     return Status(Errc::kInvalidArgument, "an admin session has no compute id (use 0)");
   }
+  if (id.role == wire::Role::kCompute && id.incarnation == 0) {
+    return Status(Errc::kInvalidArgument, "a compute node needs an incarnation (new_incarnation(), once per process)");
+  }
+  if (id.role == wire::Role::kAdmin && id.incarnation != 0) {
+    return Status(Errc::kInvalidArgument, "an admin session has no incarnation (use 0)");
+  }
+  return Status::ok();
+}
+
+Status fill_random(void* out, size_t n) {
+  auto* p = static_cast<uint8_t*>(out);
+  while (n > 0) {
+    const ssize_t got = ::getrandom(p, n, 0);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      return Status(Errc::kIo, fmt::format("getrandom: {}", std::strerror(errno)));
+    }
+    p += got;
+    n -= static_cast<size_t>(got);
+  }
   return Status::ok();
 }
 
 }  // namespace
+
+uint64_t new_incarnation() {
+  uint64_t v = 0;
+  // getrandom(2) from an initialised pool does not fail for 8 bytes; should
+  // it, the clock and pid still make a collision between two live
+  // processes of one compute id practically impossible.
+  while (v == 0) {
+    if (!fill_random(&v, sizeof(v))) {
+      v = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+          (static_cast<uint64_t>(::getpid()) << 40);
+    }
+  }
+  return v;
+}
 
 std::string_view backend_name(Backend b) {
   switch (b) {
@@ -59,7 +98,10 @@ Result<std::unique_ptr<ControlClient>> ControlClient::connect(const Endpoint& ep
   const int fd = sock->get();
 
   Result<wire::ControlMessage> first = net::recv_control(fd, deadline);
-  if (!first) return first.status();
+  if (!first) {
+    // E.g. a daemon of another protocol version: say which daemon.
+    return Status(first.status().code(), fmt::format("memory daemon at {}: {}", ep.to_string(), first.status().message()));
+  }
   const auto* server_hello = std::get_if<wire::ServerHello>(&*first);
   if (server_hello == nullptr) return unexpected_reply(*first, "ServerHello");
   if (server_hello->protocol_version != wire::kControlVersion) {
@@ -73,6 +115,10 @@ Result<std::unique_ptr<ControlClient>> ControlClient::connect(const Endpoint& ep
   hello.role = id.role;
   hello.compute_id = id.compute_id;
   hello.pid = static_cast<uint32_t>(::getpid());
+  hello.incarnation = id.incarnation;
+  // Our own fresh nonce is what makes the daemon's proof (HelloOk.mac) one a
+  // recording of an earlier login cannot supply.
+  if (Status s = fill_random(hello.client_nonce.data(), hello.client_nonce.size()); !s) return s;
   // The MAC binds the daemon's fresh nonce, so the secret never travels and
   // a recorded Hello is useless later.
   hello.mac = hmac_sha256(bytes_of(id.secret), bytes_of(wire::hello_mac_input(server_hello->nonce, hello)));
@@ -82,7 +128,16 @@ Result<std::unique_ptr<ControlClient>> ControlClient::connect(const Endpoint& ep
   if (!reply) return reply.status();
   const auto* ok = std::get_if<wire::HelloOk>(&*reply);
   if (ok == nullptr) return unexpected_reply(*reply, "HelloOk");
-  return std::unique_ptr<ControlClient>(new ControlClient(sock->release(), ok->region, timeout));
+  const Digest256 expected =
+      hmac_sha256(bytes_of(id.secret), bytes_of(wire::hello_ok_mac_input(server_hello->nonce, hello, ok->region)));
+  if (!constant_time_equal(expected, ok->mac)) {
+    return Status(Errc::kAuthFailed,
+                  fmt::format("the memory daemon at {} did not prove knowledge of the cluster secret: not our "
+                              "daemon, or a different secret; nothing was sent to it",
+                              ep.to_string()));
+  }
+  return std::unique_ptr<ControlClient>(
+      new ControlClient(sock->release(), ok->region, timeout, server_hello->nonce, hello.client_nonce));
 }
 
 ControlClient::~ControlClient() { net::UniqueFd close_it(fd_); }
@@ -151,11 +206,13 @@ Result<std::unique_ptr<Connection>> open_connection(const Endpoint& ep, const Cl
   ControlClient& cc = **control;
 
   if (options.backend == Backend::kTcp) {
-    Result<wire::ControlMessage> reply = cc.call(wire::SetupTcp{});
+    Result<wire::ControlMessage> reply = cc.call(wire::SetupTcp{options.frame_mac});
     if (!reply) return reply.status();
     if (!std::holds_alternative<wire::Ok>(*reply)) return unexpected_reply(*reply, "Ok");
+    std::optional<wire::FrameMacKeys> keys;
+    if (options.frame_mac) keys = wire::frame_mac_keys(bytes_of(id.secret), cc.server_nonce(), cc.client_nonce());
     return std::unique_ptr<Connection>(
-        new TcpConnection(net::UniqueFd(cc.release_fd()), cc.region(), options.op_timeout));
+        new TcpConnection(net::UniqueFd(cc.release_fd()), cc.region(), options.op_timeout, keys));
   }
 
   Result<wire::ControlMessage> reply = cc.call(wire::SetupShm{});

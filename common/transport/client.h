@@ -1,8 +1,11 @@
 // Opening sessions with a memory daemon: the control plane (handshake,
 // fence, stats) and data connections of either backend.
 //
-//   ClientIdentity me{cluster_id, secret, wire::Role::kCompute, compute_id};
+//   ClientIdentity me{cluster_id, secret, wire::Role::kCompute, compute_id, new_incarnation()};
 //   auto conn = open_connection(endpoint, me, {.backend = Backend::kTcp});
+//
+// Login is mutual (common/wire/control.h): the client proves it knows the
+// cluster secret, and refuses a daemon that does not prove it too.
 //   if (!conn) { ... conn.status().to_string() ... }
 //   (*conn)->post_faa(addr, 1, 7); (*conn)->flush(); ...
 #pragma once
@@ -30,7 +33,14 @@ struct ClientIdentity {
   std::string secret;
   wire::Role role = wire::Role::kCompute;
   uint16_t compute_id = 0;  // 1..65535 for kCompute; 0 for kAdmin
+  // kCompute: this compute process's incarnation (new_incarnation(), drawn
+  // once per process and used on all its connections); a daemon serves a
+  // compute id to one incarnation at a time. kAdmin: 0.
+  uint64_t incarnation = 0;
 };
+
+// A fresh random incarnation (getrandom), never 0.
+uint64_t new_incarnation();
 
 struct ConnectOptions {
   Backend backend = Backend::kTcp;
@@ -38,6 +48,10 @@ struct ConnectOptions {
   // An operation not answered within this time completes with kTimeout and
   // breaks the connection (tcp). Not used by shm.
   std::chrono::milliseconds op_timeout{5000};
+  // tcp: a MAC on every data-plane frame in both directions (wire::FrameMac,
+  // keyed per connection), so a frame changed on the network is detected and
+  // closes the connection. Costs one HMAC per frame on each side.
+  bool frame_mac = false;
 };
 
 // A control-plane session (handshake done). Blocking, one request at a time.
@@ -48,6 +62,9 @@ class ControlClient {
   ~ControlClient();
 
   const wire::RegionInfo& region() const { return region_; }
+  // This session's login nonces (the frame MAC keys derive from them).
+  const wire::Nonce& server_nonce() const { return server_nonce_; }
+  const wire::Nonce& client_nonce() const { return client_nonce_; }
 
   // Revokes `compute_id`'s access; returns once the daemon guarantees that
   // nothing that compute node sends (or has in flight) can change memory.
@@ -66,14 +83,18 @@ class ControlClient {
   int release_fd();
 
  private:
-  ControlClient(int fd, wire::RegionInfo region, std::chrono::milliseconds timeout)
-      : fd_(fd), region_(region), timeout_(timeout) {}
+  ControlClient(int fd, wire::RegionInfo region, std::chrono::milliseconds timeout, const wire::Nonce& server_nonce,
+                const wire::Nonce& client_nonce)
+      : fd_(fd), region_(region), timeout_(timeout), server_nonce_(server_nonce), client_nonce_(client_nonce) {}
   int fd_;
   wire::RegionInfo region_;
   std::chrono::milliseconds timeout_;
+  wire::Nonce server_nonce_;
+  wire::Nonce client_nonce_;
 };
 
-// Opens one data connection of options.backend to the daemon at `ep`.
+// Opens one data connection of options.backend to the daemon at `ep`
+// (options.frame_mac is negotiated for tcp and ignored by shm).
 Result<std::unique_ptr<Connection>> open_connection(const Endpoint& ep, const ClientIdentity& id,
                                                     const ConnectOptions& options);
 

@@ -21,13 +21,19 @@ std::span<const uint8_t> as_bytes(const void* p, size_t n) { return {static_cast
 
 }  // namespace
 
-TcpConnection::TcpConnection(net::UniqueFd fd, const wire::RegionInfo& region, std::chrono::milliseconds op_timeout)
+TcpConnection::TcpConnection(net::UniqueFd fd, const wire::RegionInfo& region, std::chrono::milliseconds op_timeout,
+                             const std::optional<wire::FrameMacKeys>& frame_mac)
     : fd_(std::move(fd)),
       lo_(region.data_offset),
       hi_(region.region_size),
       op_timeout_(op_timeout),
       ops_(256),
-      in_(kRecvChunk) {}
+      in_(kRecvChunk) {
+  if (frame_mac) {
+    mac_out_.emplace(frame_mac->client_to_daemon);
+    mac_in_.emplace(frame_mac->daemon_to_client);
+  }
+}
 
 void TcpConnection::post(OpType op, uint64_t remote, uint32_t len, const void* write_from, uint8_t* read_into,
                          uint64_t compare, uint64_t swap, uint64_t wr_id) {
@@ -53,7 +59,9 @@ void TcpConnection::post(OpType op, uint64_t remote, uint32_t len, const void* w
     h.addr = remote;
     h.compare = compare;
     h.swap = swap;
+    const size_t frame_begin = out_.size();
     wire::encode_request(out_, h, op == OpType::kWrite ? as_bytes(write_from, len) : std::span<const uint8_t>{});
+    if (mac_out_) mac_out_->seal(out_, frame_begin);
   }
   ops_.push_back(o);
 }
@@ -134,14 +142,25 @@ void TcpConnection::decode_responses() {
   std::string why;  // only filled (and allocated) for a malformed frame
   while (health_ == Errc::kOk && in_begin_ < in_end_) {
     wire::DecodedResponse r;
-    auto res = wire::decode_response(std::span<const uint8_t>(in_.data() + in_begin_, in_end_ - in_begin_), r, &why);
+    const std::span<const uint8_t> avail(in_.data() + in_begin_, in_end_ - in_begin_);
+    auto res = wire::decode_response(avail, r, &why);
     if (res == wire::DecodeResult::kNeedMore) return;
+    size_t consumed = r.consumed;
+    if (res == wire::DecodeResult::kOk && mac_in_) {
+      // Checked before the response completes anything: a forged READ
+      // payload never reaches the caller's buffer.
+      if (avail.size() - consumed < wire::kFrameMacBytes) return;
+      if (!mac_in_->check(avail.first(consumed), avail.subspan(consumed, wire::kFrameMacBytes))) {
+        res = wire::DecodeResult::kMalformed;
+      }
+      consumed += wire::kFrameMacBytes;
+    }
     if (res != wire::DecodeResult::kOk || !complete_one(r)) {
       fail_all(Errc::kDisconnected, Errc::kDisconnected);
       return;
     }
     if (health_ != Errc::kOk) return;  // fenced: the buffers are gone
-    in_begin_ += r.consumed;
+    in_begin_ += consumed;
   }
 }
 

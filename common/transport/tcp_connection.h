@@ -25,6 +25,11 @@
 //    can have run after it).
 //  * Once broken, later posts complete locally with health() (kFenced,
 //    kTimeout or kDisconnected) without being sent.
+//  * With frame MACs (ConnectOptions::frame_mac) every request carries a MAC
+//    and every response must carry a valid one (wire::FrameMac); a response
+//    whose MAC is wrong is a protocol violation like any other: the
+//    connection breaks (kDisconnected) before its payload reaches the
+//    caller's buffer.
 //  * Steady state allocates nothing per operation: the send and receive
 //    buffers and the ring of outstanding operations only grow.
 #pragma once
@@ -32,6 +37,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,7 +54,9 @@ class TcpConnection final : public Connection {
  public:
   // Takes a socket whose control session has just been switched to the data
   // plane (SetupTcp answered Ok). `region` is what HelloOk described.
-  TcpConnection(net::UniqueFd fd, const wire::RegionInfo& region, std::chrono::milliseconds op_timeout);
+  // `frame_mac`: the session's keys when SetupTcp asked for frame MACs.
+  TcpConnection(net::UniqueFd fd, const wire::RegionInfo& region, std::chrono::milliseconds op_timeout,
+                const std::optional<wire::FrameMacKeys>& frame_mac = std::nullopt);
   ~TcpConnection() override = default;
 
   void post_read(uint64_t remote, void* local, uint32_t len, uint64_t wr_id) override;
@@ -106,6 +114,9 @@ class TcpConnection final : public Connection {
   bool has_unsent() const { return sent_ < flushed_bytes_; }
 
   net::UniqueFd fd_;
+  // Present when frame MACs are on: requests are sealed with `mac_out_`,
+  // responses checked with `mac_in_`.
+  std::optional<wire::FrameMac> mac_out_, mac_in_;
   uint64_t lo_, hi_;
   std::chrono::milliseconds op_timeout_;
   Errc health_ = Errc::kOk;

@@ -52,6 +52,7 @@ class Writer {
   void u32(uint32_t v) { put(v, 4); }
   void u64(uint64_t v) { put(v, 8); }
   void bytes(const std::array<uint8_t, 32>& a) { out_.append(reinterpret_cast<const char*>(a.data()), a.size()); }
+  void label(std::string_view l) { out_.append(l); }
   // Strings longer than the wire allows are cut at kMaxControlString: an
   // encoder cannot fail, and the only long strings are error messages (a
   // region path longer than that is not a valid Linux path anyway).
@@ -149,20 +150,29 @@ void encode_body(Writer& w, const ServerHello& m) {
   w.u16(m.protocol_version);
   w.bytes(m.nonce);
 }
-void encode_body(Writer& w, const Hello& m) {
+// Every field of a Hello but its mac, in wire order (also the MACs' input).
+void hello_fields(Writer& w, const Hello& m) {
   w.u64(m.cluster_id);
   w.u8(static_cast<uint8_t>(m.role));
   w.u16(m.compute_id);
   w.u32(m.pid);
+  w.u64(m.incarnation);
+  w.bytes(m.client_nonce);
+}
+void encode_body(Writer& w, const Hello& m) {
+  hello_fields(w, m);
   w.bytes(m.mac);
 }
-void encode_body(Writer& w, const HelloOk& m) { w.region(m.region); }
+void encode_body(Writer& w, const HelloOk& m) {
+  w.region(m.region);
+  w.bytes(m.mac);
+}
 void encode_body(Writer& w, const Error& m) {
   w.u8(static_cast<uint8_t>(m.code));
   w.str(m.message);
 }
 void encode_body(Writer&, const Ok&) {}
-void encode_body(Writer&, const SetupTcp&) {}
+void encode_body(Writer& w, const SetupTcp& m) { w.u8(m.frame_mac ? 1 : 0); }
 void encode_body(Writer&, const SetupShm&) {}
 void encode_body(Writer& w, const ShmInfo& m) {
   w.str(m.socket_path);
@@ -177,7 +187,7 @@ void encode_body(Writer&, const StatsRequest&) {}
 void encode_body(Writer& w, const StatsReply& m) {
   for (uint64_t v : {m.reads, m.writes, m.cas, m.faa, m.bytes_read, m.bytes_written, m.fenced_ops,
                      m.malformed_frames, m.auth_failures, m.connections_current, m.connections_total,
-                     m.fenced_nodes}) {
+                     m.fenced_nodes, m.bad_frame_macs}) {
     w.u64(v);
   }
 }
@@ -195,13 +205,18 @@ void decode_body(Reader& r, Hello& m) {
   r.u8(role);
   r.u16(m.compute_id);
   r.u32(m.pid);
+  r.u64(m.incarnation);
+  r.bytes(m.client_nonce);
   r.bytes(m.mac);
   if (r.error().empty() && role != static_cast<uint8_t>(Role::kCompute) && role != static_cast<uint8_t>(Role::kAdmin)) {
     r.fail(fmt::format("unknown role {}", role));
   }
   m.role = static_cast<Role>(role);
 }
-void decode_body(Reader& r, HelloOk& m) { r.region(m.region); }
+void decode_body(Reader& r, HelloOk& m) {
+  r.region(m.region);
+  r.bytes(m.mac);
+}
 void decode_body(Reader& r, Error& m) {
   uint8_t code = 0;
   r.u8(code);
@@ -211,7 +226,12 @@ void decode_body(Reader& r, Error& m) {
   m.code = static_cast<Errc>(code);
 }
 void decode_body(Reader&, Ok&) {}
-void decode_body(Reader&, SetupTcp&) {}
+void decode_body(Reader& r, SetupTcp& m) {
+  uint8_t mac = 0;
+  r.u8(mac);
+  if (r.error().empty() && mac > 1) r.fail(fmt::format("frame_mac must be 0 or 1, got {}", mac));
+  m.frame_mac = mac == 1;
+}
 void decode_body(Reader&, SetupShm&) {}
 void decode_body(Reader& r, ShmInfo& m) {
   uint8_t pmem = 0;
@@ -229,7 +249,7 @@ void decode_body(Reader&, StatsRequest&) {}
 void decode_body(Reader& r, StatsReply& m) {
   for (uint64_t* v : {&m.reads, &m.writes, &m.cas, &m.faa, &m.bytes_read, &m.bytes_written, &m.fenced_ops,
                       &m.malformed_frames, &m.auth_failures, &m.connections_current, &m.connections_total,
-                      &m.fenced_nodes}) {
+                      &m.fenced_nodes, &m.bad_frame_macs}) {
     r.u64(*v);
   }
 }
@@ -286,8 +306,9 @@ Result<size_t> control_frame_length(std::span<const uint8_t> in) {
   }
   const uint16_t version = load16(in.data() + 4);
   if (version != kControlVersion) {
-    return protocol_error(fmt::format("unsupported control protocol version {} (this build speaks {})", version,
-                                      kControlVersion));
+    return protocol_error(fmt::format("the peer speaks control protocol version {}, this build speaks {}: run the "
+                                      "same Pandora release on memory daemons, compute nodes and tools",
+                                      version, kControlVersion));
   }
   const uint32_t len = load32(in.data() + 8);
   if (len > kMaxControlBody) {
@@ -328,16 +349,50 @@ Result<ControlMessage> decode_control(std::span<const uint8_t> frame) {
   return protocol_error(fmt::format("unknown control message type {}", type));
 }
 
-std::string hello_mac_input(const std::array<uint8_t, 32>& nonce, const Hello& h) {
+// Labels separate the uses of the one secret: a MAC computed for one purpose
+// is never valid for another (a daemon cannot answer a Hello with the
+// client's own MAC, a frame key is never a login MAC).
+namespace {
+constexpr std::string_view kHelloLabel = "pandora hello v2";
+constexpr std::string_view kHelloOkLabel = "pandora hello-ok v2";
+constexpr std::string_view kFrameKeyToDaemonLabel = "pandora frame-mac client-to-daemon v2";
+constexpr std::string_view kFrameKeyToClientLabel = "pandora frame-mac daemon-to-client v2";
+
+std::span<const uint8_t> span_of(const std::string& s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+}  // namespace
+
+std::string hello_mac_input(const Nonce& server_nonce, const Hello& h) {
   std::string out;
-  out.reserve(nonce.size() + 15);
   Writer w(out);
-  w.bytes(nonce);
-  w.u64(h.cluster_id);
-  w.u8(static_cast<uint8_t>(h.role));
-  w.u16(h.compute_id);
-  w.u32(h.pid);
+  w.label(kHelloLabel);
+  w.bytes(server_nonce);
+  hello_fields(w, h);
   return out;
+}
+
+std::string hello_ok_mac_input(const Nonce& server_nonce, const Hello& h, const RegionInfo& region) {
+  std::string out;
+  Writer w(out);
+  w.label(kHelloOkLabel);
+  w.bytes(server_nonce);
+  hello_fields(w, h);
+  w.bytes(h.mac);
+  w.region(region);
+  return out;
+}
+
+FrameMacKeys frame_mac_keys(std::span<const uint8_t> secret, const Nonce& server_nonce, const Nonce& client_nonce) {
+  auto derive = [&](std::string_view label) {
+    std::string in;
+    Writer w(in);
+    w.label(label);
+    w.bytes(server_nonce);
+    w.bytes(client_nonce);
+    return hmac_sha256(secret, span_of(in));
+  };
+  return FrameMacKeys{derive(kFrameKeyToDaemonLabel), derive(kFrameKeyToClientLabel)};
 }
 
 }  // namespace pandora::wire

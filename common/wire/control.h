@@ -1,28 +1,56 @@
 // Control-plane messages between compute nodes / tools and a memory daemon.
 //
-// Every connection to a daemon starts on the control plane:
+// Every connection to a daemon starts on the control plane with a mutual
+// login (protocol version 3):
 //
-//   daemon -> client   ServerHello {protocol version, nonce}
-//   client -> daemon   Hello {cluster id, role, compute id, pid, mac}
-//   daemon -> client   HelloOk {RegionInfo}            or Error, then close
+//   daemon -> client   ServerHello {protocol version, server nonce}
+//   client -> daemon   Hello {cluster id, role, compute id, pid, incarnation,
+//                             client nonce, mac}
+//   daemon -> client   HelloOk {RegionInfo, mac}     or Error, then close
 //
-// `mac` is HMAC-SHA256(secret, nonce || cluster_id || role || compute_id ||
-// pid), so the secret never crosses the wire and a recorded Hello cannot be
-// replayed. After HelloOk the client sends requests and receives exactly one
-// reply each (Ok, Error or a typed reply). `SetupTcp` switches the
-// connection to the binary data plane (common/wire/frame.h) for the rest of
-// its life; `SetupShm` returns what a same-host client needs to obtain the
-// region's file descriptor (never its path: see ShmInfo and
-// common/wire/shm_handoff.h).
+// Both nonces are 32 bytes from getrandom(2), fresh per connection.
 //
-// Version 2: ShmInfo carries a Unix socket path, a single-use token and the
-// region file's device and inode instead of the region's path.
+//   Hello.mac   = HMAC-SHA256(secret, "pandora hello v2" || server nonce ||
+//                 client nonce || cluster_id || role || compute_id || pid ||
+//                 incarnation)                          (hello_mac_input)
+//   HelloOk.mac = HMAC-SHA256(secret, "pandora hello-ok v2" || server nonce ||
+//                 client nonce || the Hello's fields and mac || RegionInfo)
+//                                                       (hello_ok_mac_input)
+//
+// The daemon checks Hello.mac (constant time) before anything else, so the
+// client proves it knows the cluster secret; the client checks HelloOk.mac
+// (constant time) before it trusts the daemon with a byte of data, so the
+// daemon proves it too: a process that merely listens on the daemon's port
+// cannot produce it. The distinct labels keep one side's MAC from ever being
+// valid as the other's (no reflection), each side's own fresh nonce keeps a
+// recorded message from being replayed to it, and the secret never crosses
+// the wire. A failed login is answered with Error{kAuthFailed} that says only
+// that the login failed (never the daemon's cluster id); the daemon logs why.
+//
+// Hello.incarnation is a random number a compute process draws once and
+// sends on all its connections: the daemon serves a compute id to one
+// incarnation at a time (a second process using the same compute id is
+// refused while the first one's sessions are alive).
+//
+// After HelloOk the client sends requests and receives exactly one reply each
+// (Ok, Error or a typed reply). `SetupTcp` switches the connection to the
+// binary data plane (common/wire/frame.h) for the rest of its life, with a
+// per-frame MAC when SetupTcp.frame_mac is set (keys: frame_mac_keys);
+// `SetupShm` returns what a same-host client needs to obtain the region's
+// file descriptor (never its path: see ShmInfo and common/wire/shm_handoff.h).
+//
+// What this does not protect: after the login the data plane is neither
+// authenticated (unless frame MACs are on) nor encrypted, like RDMA. The
+// network between compute and memory nodes is trusted (see README,
+// "Security").
 //
 // Framing: every message is `u32 magic | u16 version | u16 type | u32 len |
 // body[len]`, little-endian, len <= kMaxControlBody. Bodies are sequences of
 // fixed-width little-endian integers and length-prefixed strings (u16 len).
 // Decoding is strict: trailing bytes, over-long strings, unknown types and
-// unknown enum values are errors.
+// unknown enum values are errors, and so is a frame of another protocol
+// version (its header is still read, so either side can say which version
+// the other speaks).
 #pragma once
 
 #include <array>
@@ -31,12 +59,17 @@
 #include <string>
 #include <variant>
 
+#include "common/checksum.h"
 #include "common/status.h"
 
 namespace pandora::wire {
 
 inline constexpr uint32_t kControlMagic = 0x4c544350;  // "PCTL"
-inline constexpr uint16_t kControlVersion = 2;
+// 2: ShmInfo carries a Unix socket path, a single-use token and the region
+// file's device and inode instead of the region's path.
+// 3: mutual authentication (client nonce, HelloOk.mac), incarnation,
+// SetupTcp.frame_mac, StatsReply.bad_frame_macs.
+inline constexpr uint16_t kControlVersion = 3;
 inline constexpr uint32_t kControlHeaderBytes = 12;
 inline constexpr uint32_t kMaxControlBody = 64 * 1024;
 inline constexpr size_t kMaxControlString = 4096;
@@ -63,19 +96,23 @@ enum class ControlType : uint16_t {
   kUnfence = 14,
 };
 
+using Nonce = std::array<uint8_t, 32>;
+
 struct ServerHello {
   uint16_t protocol_version = kControlVersion;
-  std::array<uint8_t, 32> nonce{};
+  Nonce nonce{};  // the server nonce
 };
 
 struct Hello {
   uint64_t cluster_id = 0;
   Role role = Role::kCompute;
-  uint16_t compute_id = 0;  // 0 for kAdmin
+  uint16_t compute_id = 0;   // 0 for kAdmin
   // The client's OS pid, for the daemon's log only: fencing kills the process
   // the kernel names as the peer of the shm hand-off socket, never this one.
   uint32_t pid = 0;
-  std::array<uint8_t, 32> mac{};
+  uint64_t incarnation = 0;  // kCompute: the process's random incarnation (never 0); kAdmin: 0
+  Nonce client_nonce{};
+  Digest256 mac{};
 };
 
 // What a client needs to know about the region behind a daemon.
@@ -92,6 +129,7 @@ struct RegionInfo {
 
 struct HelloOk {
   RegionInfo region;
+  Digest256 mac{};  // HMAC over hello_ok_mac_input: the daemon knows the secret
 };
 
 struct Error {
@@ -100,7 +138,11 @@ struct Error {
 };
 
 struct Ok {};
-struct SetupTcp {};
+struct SetupTcp {
+  // Every data-plane frame in both directions carries a MAC (frame.h,
+  // FrameMac) keyed by frame_mac_keys. The daemon accepts both settings.
+  bool frame_mac = false;
+};
 struct SetupShm {};
 
 // The reply to SetupShm. The client connects to `socket_path` (a Unix
@@ -132,6 +174,7 @@ struct StatsReply {
   uint64_t auth_failures = 0;
   uint64_t connections_current = 0, connections_total = 0;
   uint64_t fenced_nodes = 0;       // bits set in the fence bitmap
+  uint64_t bad_frame_macs = 0;     // tcp connections closed for a frame with a wrong MAC
 };
 
 // Admin only: lets a compute id in again once pid recycling has released
@@ -164,7 +207,22 @@ Result<size_t> control_frame_length(std::span<const uint8_t> in);
 // Pure; never reads outside `frame`.
 Result<ControlMessage> decode_control(std::span<const uint8_t> frame);
 
-// The bytes covered by Hello.mac for a given nonce and hello.
-std::string hello_mac_input(const std::array<uint8_t, 32>& nonce, const Hello& h);
+// The bytes covered by Hello.mac: the label, both nonces and every field of
+// `h` but its mac.
+std::string hello_mac_input(const Nonce& server_nonce, const Hello& h);
+
+// The bytes covered by HelloOk.mac: another label, both nonces, the whole
+// Hello (its mac included) and the region the daemon describes.
+std::string hello_ok_mac_input(const Nonce& server_nonce, const Hello& h, const RegionInfo& region);
+
+// Session keys of the optional tcp frame MAC, one per direction, derived
+// from the secret and the login's two nonces: HMAC-SHA256(secret, label ||
+// server nonce || client nonce) with a label per direction. Fresh nonces
+// make them unique to one connection.
+struct FrameMacKeys {
+  Digest256 client_to_daemon{};
+  Digest256 daemon_to_client{};
+};
+FrameMacKeys frame_mac_keys(std::span<const uint8_t> secret, const Nonce& server_nonce, const Nonce& client_nonce);
 
 }  // namespace pandora::wire

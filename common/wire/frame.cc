@@ -187,6 +187,28 @@ void encode_request(std::string& out, const RequestHeader& h, std::span<const ui
   if (!payload.empty()) out.append(reinterpret_cast<const char*>(payload.data()), payload.size());
 }
 
+Digest256 FrameMac::compute(std::span<const uint8_t> frame) {
+  uint8_t seq[8];
+  for (int i = 0; i < 8; ++i) seq[i] = static_cast<uint8_t>(seq_ >> (8 * i));
+  hmac_.update(seq);
+  hmac_.update(frame);
+  return hmac_.finish();
+}
+
+void FrameMac::seal(std::string& out, size_t frame_begin) {
+  const Digest256 mac =
+      compute({reinterpret_cast<const uint8_t*>(out.data()) + frame_begin, out.size() - frame_begin});
+  ++seq_;
+  out.append(reinterpret_cast<const char*>(mac.data()), kFrameMacBytes);
+}
+
+bool FrameMac::check(std::span<const uint8_t> frame, std::span<const uint8_t> mac) {
+  const Digest256 expected = compute(frame);
+  if (!constant_time_equal(std::span<const uint8_t>(expected).first(kFrameMacBytes), mac)) return false;
+  ++seq_;
+  return true;
+}
+
 void encode_response(std::string& out, const ResponseHeader& h, std::span<const uint8_t> payload) {
   out.reserve(out.size() + kResponseBytes + payload.size());
   store(out, kFrameMagic, 2);

@@ -7,8 +7,12 @@
 // connection execute in order and are answered in order; the tag lets the
 // client check the match.
 //
-//   Request  = RequestHeader  [payload: `len` bytes, WRITE only]
-//   Response = ResponseHeader [payload: `len` bytes, successful READ only]
+//   Request  = RequestHeader  [payload: `len` bytes, WRITE only]  [mac]
+//   Response = ResponseHeader [payload: `len` bytes, successful READ only]  [mac]
+//
+// `mac` (kFrameMacBytes) is present on every frame of a connection whose
+// SetupTcp asked for frame MACs (common/wire/control.h), and on no frame of
+// any other connection; see FrameMac.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +20,7 @@
 #include <span>
 #include <string>
 
+#include "common/checksum.h"
 #include "common/status.h"
 
 namespace pandora::wire {
@@ -90,6 +95,39 @@ Errc check_access(const RequestHeader& h, uint64_t lo, uint64_t hi);
 
 // Same check for any (op, addr, len) - used by clients before sending.
 Errc check_access(Op op, uint64_t addr, uint64_t len, uint64_t lo, uint64_t hi);
+
+// Optional per-frame integrity of one direction of one tcp connection. Each
+// frame is followed by
+//
+//   HMAC-SHA256(key, seq || frame)[0, kFrameMacBytes)
+//
+// where seq is the frame's index in its direction (u64 little-endian, from
+// 0) and key that direction's session key (frame_mac_keys in control.h). A
+// changed, dropped, replayed, reordered or injected frame fails the check,
+// and frames of another connection or direction never pass (other key).
+// 128 bits of the MAC are kept (truncation to at least half the output is
+// allowed by RFC 2104 section 5): forging one frame stays a 2^-128 guess,
+// and the receiver drops the connection at the first failure.
+// Confidentiality is not provided.
+inline constexpr size_t kFrameMacBytes = 16;
+
+class FrameMac {
+ public:
+  explicit FrameMac(const Digest256& key) : hmac_(key) {}
+
+  // Appends the MAC of out[frame_begin, out.size()) - one whole frame just
+  // encoded - and moves to the next sequence number.
+  void seal(std::string& out, size_t frame_begin);
+
+  // Whether `mac` (kFrameMacBytes) is this direction's MAC of `frame` at the
+  // next sequence number (constant-time compare); moves on only if it is.
+  bool check(std::span<const uint8_t> frame, std::span<const uint8_t> mac);
+
+ private:
+  Digest256 compute(std::span<const uint8_t> frame);
+  HmacSha256 hmac_;
+  uint64_t seq_ = 0;
+};
 
 // Encoders append to `out` (a byte vector or string-like buffer).
 void encode_request(std::string& out, const RequestHeader& h, std::span<const uint8_t> payload = {});

@@ -132,16 +132,18 @@ TEST(Sha256, PaddingBoundaries) {
   }
 }
 
-TEST(HmacSha256, Rfc4231) {
-  struct Case {
-    int number;
-    std::vector<uint8_t> key;
-    std::string data;
-    const char* mac;
-  };
+struct HmacCase {
+  int number;
+  std::vector<uint8_t> key;
+  std::string data;
+  const char* mac;
+};
+
+// RFC 4231 test cases 1-4, 6, 7 (case 5 tests truncation).
+std::vector<HmacCase> rfc4231_cases() {
   std::vector<uint8_t> key4;
   for (uint8_t i = 1; i <= 25; ++i) key4.push_back(i);
-  const Case cases[] = {
+  return {
       {1, std::vector<uint8_t>(20, 0x0b), "Hi There",
        "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"},
       {2, {'J', 'e', 'f', 'e'}, "what do ya want for nothing?",
@@ -156,8 +158,27 @@ TEST(HmacSha256, Rfc4231) {
        "hashed before being used by the HMAC algorithm.",
        "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2"},
   };
-  for (const Case& c : cases) {
+}
+
+TEST(HmacSha256, Rfc4231) {
+  for (const HmacCase& c : rfc4231_cases()) {
     EXPECT_EQ(hex(hmac_sha256(c.key, bytes(c.data))), c.mac) << "test case " << c.number;
+  }
+}
+
+TEST(HmacSha256, KeyedContextMatchesOneShotInPiecesAndAcrossMessages) {
+  for (const HmacCase& c : rfc4231_cases()) {
+    HmacSha256 mac(c.key);
+    // The same key serves several messages; each finish() starts a new one.
+    for (int round = 0; round < 3; ++round) {
+      const size_t cut = c.data.size() * static_cast<size_t>(round) / 3;
+      mac.update(bytes(c.data).first(cut));
+      mac.update({});
+      mac.update(bytes(c.data).subspan(cut));
+      EXPECT_EQ(hex(mac.finish()), c.mac) << "test case " << c.number << " round " << round;
+    }
+    HmacSha256 moved(std::move(mac));
+    EXPECT_EQ(hex(moved.finish()), hex(hmac_sha256(c.key, {}))) << "empty message, case " << c.number;
   }
 }
 

@@ -55,6 +55,8 @@ std::vector<ControlMessage> samples() {
   h.role = Role::kCompute;
   h.compute_id = 65535;
   h.pid = 123456;
+  h.incarnation = 0xFEDCBA9876543210;
+  for (size_t i = 0; i < h.client_nonce.size(); ++i) h.client_nonce[i] = static_cast<uint8_t>(i * 3 + 2);
   for (size_t i = 0; i < h.mac.size(); ++i) h.mac[i] = static_cast<uint8_t>(255 - i);
   Hello admin;
   admin.role = Role::kAdmin;
@@ -62,7 +64,7 @@ std::vector<ControlMessage> samples() {
   uint64_t v = 1;
   for (uint64_t* f : {&st.reads, &st.writes, &st.cas, &st.faa, &st.bytes_read, &st.bytes_written, &st.fenced_ops,
                       &st.malformed_frames, &st.auth_failures, &st.connections_current, &st.connections_total,
-                      &st.fenced_nodes}) {
+                      &st.fenced_nodes, &st.bad_frame_macs}) {
     *f = v;
     v = v * 31 + 0x100000001ull;
   }
@@ -70,12 +72,13 @@ std::vector<ControlMessage> samples() {
       sh,
       h,
       admin,
-      HelloOk{sample_region()},
+      HelloOk{sample_region(), h.mac},
       Error{Errc::kAuthFailed, "wrong cluster secret"},
       Error{Errc::kFenced, std::string("bin\0ary", 7)},
       Error{Errc::kUnsupported, ""},
       Ok{},
       SetupTcp{},
+      SetupTcp{true},
       SetupShm{},
       ShmInfo{"/dev/shm/pandora-node-3.shm.Ab12Cd/sock", sample_token(), 1ull << 30, 0x803, 77, true},
       ShmInfo{"", {}, 0, 0, 0, false},
@@ -105,8 +108,8 @@ TEST(Control, TypeNumbersAreStable) {
 
 TEST(Control, HeaderLayout) {
   const std::string s = encoded(Fence{0x0102});
-  // Version 2: ShmInfo hands out a socket and a token instead of a path.
-  const std::string expect("PCTL\x02\x00\x09\x00\x02\x00\x00\x00\x02\x01", 14);
+  // Version 3: mutual login; version 2: ShmInfo hands out a socket and a token.
+  const std::string expect("PCTL\x03\x00\x09\x00\x02\x00\x00\x00\x02\x01", 14);
   EXPECT_EQ(s, expect);
 }
 
@@ -324,19 +327,24 @@ TEST(Control, StringLimits) {
 }
 
 TEST(Control, HelloMacInputCoversEveryField) {
-  std::array<uint8_t, 32> nonce{};
+  Nonce nonce{};
   for (size_t i = 0; i < nonce.size(); ++i) nonce[i] = static_cast<uint8_t>(i);
   Hello h;
   h.cluster_id = 0x1122334455667788;
   h.role = Role::kCompute;
   h.compute_id = 0x0102;
   h.pid = 0x0A0B0C0D;
+  h.incarnation = 0x0102030405060708;
+  h.client_nonce.fill(0xC1);
   const std::string in = hello_mac_input(nonce, h);
-  std::string expect(reinterpret_cast<const char*>(nonce.data()), nonce.size());
+  std::string expect = "pandora hello v2";
+  expect += std::string(reinterpret_cast<const char*>(nonce.data()), nonce.size());
   expect += std::string("\x88\x77\x66\x55\x44\x33\x22\x11", 8);
   expect += '\x01';
   expect += std::string("\x02\x01", 2);
   expect += std::string("\x0D\x0C\x0B\x0A", 4);
+  expect += std::string("\x08\x07\x06\x05\x04\x03\x02\x01", 8);
+  expect += std::string(32, '\xC1');
   EXPECT_EQ(in, expect);
 
   // The mac itself is not part of its input, every other field is.
@@ -355,9 +363,84 @@ TEST(Control, HelloMacInputCoversEveryField) {
   other = h;
   other.pid ^= 1;
   EXPECT_NE(hello_mac_input(nonce, other), in);
-  std::array<uint8_t, 32> nonce2 = nonce;
+  other = h;
+  other.incarnation ^= 1;
+  EXPECT_NE(hello_mac_input(nonce, other), in);
+  other = h;
+  other.client_nonce[31] ^= 1;
+  EXPECT_NE(hello_mac_input(nonce, other), in);
+  Nonce nonce2 = nonce;
   nonce2[31] ^= 1;
   EXPECT_NE(hello_mac_input(nonce2, h), in);
+}
+
+// The daemon's proof covers the whole login: both nonces, the client's Hello
+// (its MAC included) and the region it describes, under a label of its own.
+TEST(Control, HelloOkMacInputBindsTheLoginAndTheRegion) {
+  Nonce nonce{};
+  nonce.fill(0x5A);
+  Hello h;
+  h.cluster_id = 9;
+  h.compute_id = 3;
+  h.incarnation = 77;
+  h.client_nonce.fill(0x11);
+  h.mac.fill(0x22);
+  const RegionInfo r = sample_region();
+  const std::string in = hello_ok_mac_input(nonce, h, r);
+  EXPECT_TRUE(in.starts_with("pandora hello-ok v2"));
+  // Never equal to (or a prefix-extension of) the client's MAC input.
+  EXPECT_FALSE(in.starts_with(hello_mac_input(nonce, h)));
+
+  Hello other = h;
+  other.mac[0] ^= 1;
+  EXPECT_NE(hello_ok_mac_input(nonce, other, r), in);
+  other = h;
+  other.client_nonce[0] ^= 1;
+  EXPECT_NE(hello_ok_mac_input(nonce, other, r), in);
+  other = h;
+  other.incarnation ^= 1;
+  EXPECT_NE(hello_ok_mac_input(nonce, other, r), in);
+  Nonce nonce2 = nonce;
+  nonce2[0] ^= 1;
+  EXPECT_NE(hello_ok_mac_input(nonce2, h, r), in);
+  RegionInfo r2 = r;
+  r2.node_id ^= 1;
+  EXPECT_NE(hello_ok_mac_input(nonce, h, r2), in);
+  r2 = r;
+  r2.log_size ^= 1;
+  EXPECT_NE(hello_ok_mac_input(nonce, h, r2), in);
+}
+
+TEST(Control, FrameMacKeysDifferPerDirectionAndPerLogin) {
+  const std::string secret = "0123456789abcdef0123";
+  const std::span<const uint8_t> sk(reinterpret_cast<const uint8_t*>(secret.data()), secret.size());
+  Nonce s{}, c{};
+  s.fill(1);
+  c.fill(2);
+  const FrameMacKeys k = frame_mac_keys(sk, s, c);
+  EXPECT_NE(k.client_to_daemon, k.daemon_to_client);
+  Nonce c2 = c;
+  c2[5] ^= 1;
+  EXPECT_NE(frame_mac_keys(sk, s, c2).client_to_daemon, k.client_to_daemon);
+  Nonce s2 = s;
+  s2[5] ^= 1;
+  EXPECT_NE(frame_mac_keys(sk, s2, c).daemon_to_client, k.daemon_to_client);
+  const std::string other = "0123456789abcdef0124";
+  EXPECT_NE(frame_mac_keys({reinterpret_cast<const uint8_t*>(other.data()), other.size()}, s, c).client_to_daemon,
+            k.client_to_daemon);
+  EXPECT_EQ(frame_mac_keys(sk, s, c).client_to_daemon, k.client_to_daemon);  // deterministic
+}
+
+// A peer of another protocol version is told which versions meet, instead
+// of a generic decoding error.
+TEST(Control, OtherProtocolVersionIsNamed) {
+  std::string s = encoded(Ok{});
+  put16(s, 4, 1);
+  Result<size_t> len = control_frame_length(bytes(s));
+  ASSERT_FALSE(len.is_ok());
+  EXPECT_EQ(len.status().code(), Errc::kProtocol);
+  EXPECT_NE(len.status().message().find("version 1, this build speaks 2"), std::string::npos)
+      << len.status().message();
 }
 
 }  // namespace

@@ -31,28 +31,58 @@ class SecretFile : public ::testing::Test {
 };
 
 TEST_F(SecretFile, StripsExactlyOneTrailingNewline) {
-  Result<std::string> s = read_secret_file(write("a", "hunter2\n"));
+  const std::string k = "0123456789abcdef";  // kMinSecretBytes
+  Result<std::string> s = read_secret_file(write("a", k + "\n"));
   ASSERT_TRUE(s.is_ok()) << s.status().to_string();
-  EXPECT_EQ(*s, "hunter2");
-  s = read_secret_file(write("b", "hunter2"));
+  EXPECT_EQ(*s, k);
+  s = read_secret_file(write("b", k));
   ASSERT_TRUE(s.is_ok());
-  EXPECT_EQ(*s, "hunter2");
-  s = read_secret_file(write("c", "two\n\n"));
+  EXPECT_EQ(*s, k);
+  s = read_secret_file(write("c", k + "\n\n"));
   ASSERT_TRUE(s.is_ok());
-  EXPECT_EQ(*s, "two\n");
-  s = read_secret_file(write("d", std::string(" sp\0ace ", 8)));
+  EXPECT_EQ(*s, k + "\n");
+  const std::string binary(" sp\0ace 0123456789", 19);
+  s = read_secret_file(write("d", binary));
   ASSERT_TRUE(s.is_ok());
-  EXPECT_EQ(*s, std::string(" sp\0ace ", 8));
+  EXPECT_EQ(*s, binary);
 }
 
-TEST_F(SecretFile, ReportsWorldReadable) {
-  bool world = true;
-  ASSERT_TRUE(read_secret_file(write("private", "s", 0600), &world).is_ok());
-  EXPECT_FALSE(world);
-  ASSERT_TRUE(read_secret_file(write("group", "s", 0640), &world).is_ok());
-  EXPECT_FALSE(world);
-  ASSERT_TRUE(read_secret_file(write("public", "s", 0644), &world).is_ok());
-  EXPECT_TRUE(world);
+TEST_F(SecretFile, RefusesFilesOthersOrTheGroupMayRead) {
+  const std::string k(32, 'k');
+  EXPECT_TRUE(read_secret_file(write("private", k, 0600)).is_ok());
+  EXPECT_TRUE(read_secret_file(write("read-only", k, 0400)).is_ok());
+  for (mode_t mode : {0640, 0604, 0644, 0666}) {
+    const std::string path = write("shared", k, mode);
+    Result<std::string> s = read_secret_file(path);
+    ASSERT_FALSE(s.is_ok()) << std::oct << mode;
+    EXPECT_EQ(s.status().code(), Errc::kInvalidArgument);
+    EXPECT_NE(s.status().message().find(path), std::string::npos) << s.status().message();
+    EXPECT_NE(s.status().message().find("chmod 600"), std::string::npos) << s.status().message();
+  }
+}
+
+TEST_F(SecretFile, RefusesSecretsShorterThan16Bytes) {
+  for (const std::string& content : {std::string("s"), std::string("hunter2\n"), std::string(15, 'x'),
+                                     std::string(15, 'x') + "\n"}) {
+    const std::string path = write("short", content);
+    Result<std::string> s = read_secret_file(path);
+    ASSERT_FALSE(s.is_ok()) << content;
+    EXPECT_EQ(s.status().code(), Errc::kInvalidArgument);
+    EXPECT_NE(s.status().message().find("at least 16"), std::string::npos) << s.status().message();
+  }
+  EXPECT_TRUE(read_secret_file(write("just-enough", std::string(16, 'x') + "\n")).is_ok());
+}
+
+TEST_F(SecretFile, PipesAreAcceptedWhateverTheirMode) {
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  const std::string k(20, 'p');
+  ASSERT_EQ(::write(p[1], k.data(), k.size()), static_cast<ssize_t>(k.size()));
+  ::close(p[1]);
+  Result<std::string> s = read_secret_file("/proc/self/fd/" + std::to_string(p[0]));
+  ::close(p[0]);
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  EXPECT_EQ(*s, k);
 }
 
 TEST_F(SecretFile, LengthLimit) {

@@ -1,6 +1,7 @@
 // Unit tests that need no daemon: configuration, lane map, latch encoding,
 // coroutine stacks under the sanitizers.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <vector>
 
@@ -67,7 +68,8 @@ TEST(ComputeConfig, ParsesProtocolsAndBugSwitches) {
 TEST(ComputeConfig, FlagsResolveThroughOptionSet) {
   testing::TempDir dir;
   const std::string secret = dir.path() + "/secret";
-  std::ofstream(secret) << "hunter2\n";
+  std::ofstream(secret) << "hunter2-hunter2-hunter2\n";
+  ::chmod(secret.c_str(), 0600);
   ComputeFlags flags;
   OptionSet opts("test", "test");
   flags.declare(opts);
@@ -79,7 +81,7 @@ TEST(ComputeConfig, FlagsResolveThroughOptionSet) {
   ASSERT_EQ(opts.parse(std::size(argv), argv, &msg), OptionSet::Outcome::kRun) << msg;
   auto cfg = flags.resolve();
   ASSERT_TRUE(cfg) << cfg.status().to_string();
-  EXPECT_EQ(cfg->secret, "hunter2");
+  EXPECT_EQ(cfg->secret, "hunter2-hunter2-hunter2");
   EXPECT_EQ(cfg->memory_nodes.size(), 2u);
   EXPECT_EQ(cfg->backend, Backend::kShm);
   EXPECT_EQ(cfg->protocol, ProtocolMode::kFord);
@@ -89,7 +91,8 @@ TEST(ComputeConfig, FlagsResolveThroughOptionSet) {
 TEST(ComputeConfig, ReplicasDefaultToTwoWhenTwoMemoryNodesExist) {
   testing::TempDir dir;
   const std::string secret = dir.path() + "/secret";
-  std::ofstream(secret) << "hunter2\n";
+  std::ofstream(secret) << "hunter2-hunter2-hunter2\n";
+  ::chmod(secret.c_str(), 0600);
   auto resolve = [&](const std::string& nodes, const char* replicas) {
     ComputeFlags flags;
     OptionSet opts("test", "test");

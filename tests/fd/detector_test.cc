@@ -28,7 +28,7 @@ using namespace std::chrono_literals;
 using wire::SenderKind;
 
 constexpr uint64_t kCluster = 0x5eed;
-const std::string kSecret = "test-secret";  // also what MemdProcess writes to its secret file
+const std::string kSecret = "test-secret-0123456789";  // also what MemdProcess writes to its secret file
 
 Logger quiet() { return Logger("fd-test", LogLevel::kError); }
 

@@ -47,7 +47,8 @@ void check_frame(std::span<const uint8_t> frame) {
 
   if (const Hello* h = std::get_if<Hello>(&m.value())) {
     std::array<uint8_t, 32> nonce{};
-    FUZZ_CHECK(hello_mac_input(nonce, *h).size() == 32 + 8 + 1 + 2 + 4);
+    // label, server nonce, cluster id, role, compute id, pid, incarnation, client nonce
+    FUZZ_CHECK(hello_mac_input(nonce, *h).size() == 16 + 32 + 8 + 1 + 2 + 4 + 8 + 32);
   }
 }
 

@@ -15,7 +15,7 @@ import struct
 HERE = os.path.dirname(os.path.abspath(__file__))
 FRAME_MAGIC = 0x5044
 CONTROL_MAGIC = 0x4C544350
-CONTROL_VERSION = 2
+CONTROL_VERSION = 3
 READ, WRITE, CAS, FAA = 1, 2, 3, 4
 HEARTBEAT_MAGIC = 0x54424850
 HEARTBEAT_VERSION = 1
@@ -82,21 +82,24 @@ def main():
     write_all(os.path.join(HERE, "seeds", "frame"), frames)
 
     nonce = bytes(range(32))
+    client_nonce = bytes(range(64, 96))
     mac = bytes(range(32, 64))
     messages = {
         "01_server_hello": control(1, struct.pack("<H", CONTROL_VERSION) + nonce),
-        "02_hello_compute": control(2, struct.pack("<QBHI", 7, 1, 1, 4242) + mac),
-        "02_hello_admin": control(2, struct.pack("<QBHI", 7, 2, 0, 4243) + mac),
-        "03_hello_ok": control(3, region()),
+        # cluster, role, compute id, pid, incarnation, client nonce, mac
+        "02_hello_compute": control(2, struct.pack("<QBHIQ", 7, 1, 1, 4242, 0x1234567890ABCDEF) + client_nonce + mac),
+        "02_hello_admin": control(2, struct.pack("<QBHIQ", 7, 2, 0, 4243, 0) + client_nonce + mac),
+        "03_hello_ok": control(3, region() + mac),
         "04_error": control(4, struct.pack("<B", 8) + string("wrong cluster secret")),
         "05_ok": control(5, b""),
-        "06_setup_tcp": control(6, b""),
+        "06_setup_tcp": control(6, struct.pack("<B", 0)),
+        "06_setup_tcp_frame_mac": control(6, struct.pack("<B", 1)),
         "07_setup_shm": control(7, b""),
         "08_shm_info": control(8, string("/dev/shm/pandora-1.pm.shm.a1b2c3/sock") + nonce
                               + struct.pack("<QQQB", 1 << 26, 0x2d, 123456, 1)),
         "09_fence": control(9, struct.pack("<H", 3)),
         "10_stats_request": control(10, b""),
-        "11_stats_reply": control(11, struct.pack("<12Q", *range(1, 13))),
+        "11_stats_reply": control(11, struct.pack("<13Q", *range(1, 14))),
         "12_region_info_request": control(12, b""),
         "13_region_info_reply": control(13, region()),
     }

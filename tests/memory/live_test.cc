@@ -455,7 +455,7 @@ TEST_F(LiveTest, FenceStopsTcpClientAndSurvivesRestart) {
   const uint64_t a = kDataOffset + 4096;
   ASSERT_EQ(write_bytes(*victim, a, "before"), Errc::kOk);
   RawPeer raw_victim(memd_.endpoint().port);
-  ASSERT_TRUE(raw_victim.open_data_plane(cluster(), secret(), 7));
+  ASSERT_TRUE(raw_victim.open_data_plane(cluster(), secret(), 7, memd_.identity(7).incarnation));
 
   auto adm = admin();
   ASSERT_TRUE(adm);
@@ -509,7 +509,7 @@ TEST_F(LiveTest, UnfenceLetsTheIdInAgainButNotItsOldSessions) {
   const uint64_t a = kDataOffset + 8192;
   ASSERT_EQ(write_bytes(*victim, a, "before"), Errc::kOk);
   RawPeer old_raw(memd_.endpoint().port);
-  ASSERT_TRUE(old_raw.open_data_plane(cluster(), secret(), 7));
+  ASSERT_TRUE(old_raw.open_data_plane(cluster(), secret(), 7, memd_.identity(7).incarnation));
   // A compute control session with no data plane yet.
   auto old_control = ControlClient::connect(memd_.endpoint(), memd_.identity(7), 5s);
   ASSERT_TRUE(old_control) << old_control.status().to_string();
@@ -631,7 +631,8 @@ TEST_F(LiveTest, FenceKillsTheKernelNamedPeerNotTheClaimedPid) {
     ::close(ready[0]);
     char byte = 'x';
     RawPeer peer(port);
-    auto hello = peer.handshake(cluster_id, key, wire::Role::kCompute, 11, static_cast<uint32_t>(claimed));
+    auto hello =
+        peer.handshake(cluster_id, key, wire::Role::kCompute, 11, kRawPeerIncarnation, static_cast<uint32_t>(claimed));
     std::string out;
     wire::encode_control(out, wire::SetupShm{});
     if (hello && std::holds_alternative<wire::HelloOk>(*hello) && peer.send(out)) {

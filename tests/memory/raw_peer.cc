@@ -1,6 +1,7 @@
 #include "tests/memory/raw_peer.h"
 
 #include <poll.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -34,7 +35,7 @@ Result<wire::ControlMessage> RawPeer::recv_control(std::chrono::milliseconds tim
 }
 
 Result<wire::ControlMessage> RawPeer::handshake(uint64_t cluster_id, const std::string& secret, wire::Role role,
-                                                uint16_t compute_id, uint32_t claimed_pid) {
+                                                uint16_t compute_id, uint64_t incarnation, uint32_t claimed_pid) {
   auto first = recv_control();
   if (!first) return first.status();
   const auto* sh = std::get_if<wire::ServerHello>(&*first);
@@ -44,6 +45,12 @@ Result<wire::ControlMessage> RawPeer::handshake(uint64_t cluster_id, const std::
   h.role = role;
   h.compute_id = compute_id;
   h.pid = claimed_pid != 0 ? claimed_pid : static_cast<uint32_t>(::getpid());
+  h.incarnation = role == wire::Role::kCompute ? incarnation : 0;
+  if (::getrandom(h.client_nonce.data(), h.client_nonce.size(), 0) != static_cast<ssize_t>(h.client_nonce.size())) {
+    return Status(Errc::kIo, "getrandom failed");
+  }
+  server_nonce_ = sh->nonce;
+  client_nonce_ = h.client_nonce;
   h.mac = hmac_sha256(bytes_of(secret), bytes_of(wire::hello_mac_input(sh->nonce, h)));
   std::string out;
   wire::encode_control(out, h);
@@ -51,14 +58,19 @@ Result<wire::ControlMessage> RawPeer::handshake(uint64_t cluster_id, const std::
   return recv_control();
 }
 
-bool RawPeer::open_data_plane(uint64_t cluster_id, const std::string& secret, uint16_t compute_id) {
-  auto r = handshake(cluster_id, secret, wire::Role::kCompute, compute_id);
+bool RawPeer::open_data_plane(uint64_t cluster_id, const std::string& secret, uint16_t compute_id,
+                              uint64_t incarnation, bool frame_mac) {
+  auto r = handshake(cluster_id, secret, wire::Role::kCompute, compute_id, incarnation);
   if (!r || !std::holds_alternative<wire::HelloOk>(*r)) return false;
   std::string out;
-  wire::encode_control(out, wire::SetupTcp{});
+  wire::encode_control(out, wire::SetupTcp{frame_mac});
   if (!send(out)) return false;
   auto ok = recv_control();
   return ok && std::holds_alternative<wire::Ok>(*ok);
+}
+
+wire::FrameMacKeys RawPeer::frame_mac_keys(const std::string& secret) const {
+  return wire::frame_mac_keys(bytes_of(secret), server_nonce_, client_nonce_);
 }
 
 std::optional<RawPeer::Response> RawPeer::recv_response(std::chrono::milliseconds timeout) {

@@ -16,6 +16,10 @@
 
 namespace pandora::testing {
 
+// The incarnation raw compute peers claim unless told otherwise (all raw
+// peers of a test stand for one process).
+inline constexpr uint64_t kRawPeerIncarnation = 0x7e57'0000'0001;
+
 class RawPeer {
  public:
   // Connects to 127.0.0.1:port (fails the calling test on error: check ok()).
@@ -31,16 +35,22 @@ class RawPeer {
 
   Result<wire::ControlMessage> recv_control(std::chrono::milliseconds timeout = std::chrono::seconds(5));
 
-  // Reads the ServerHello and answers with a Hello for this identity; returns
-  // the daemon's reply (HelloOk or Error).
+  // Reads the ServerHello and answers with a Hello for this identity (a
+  // fresh client nonce; `incarnation` for kCompute, 0 for kAdmin); returns
+  // the daemon's reply (HelloOk or Error), not checking HelloOk's MAC.
   // `claimed_pid` goes into Hello.pid (default: our own pid), to show that
   // the daemon never acts on it.
   Result<wire::ControlMessage> handshake(uint64_t cluster_id, const std::string& secret, wire::Role role,
-                                         uint16_t compute_id, uint32_t claimed_pid = 0);
+                                         uint16_t compute_id, uint64_t incarnation = kRawPeerIncarnation,
+                                         uint32_t claimed_pid = 0);
   // Gives up ownership of the socket.
   int release() { return fd_.release(); }
-  // handshake() as a compute node, then SetupTcp; true once the daemon said Ok.
-  bool open_data_plane(uint64_t cluster_id, const std::string& secret, uint16_t compute_id);
+  // handshake() as a compute node, then SetupTcp; true once the daemon said
+  // Ok. With `frame_mac`, frames must then carry MACs (frame_mac_keys()).
+  bool open_data_plane(uint64_t cluster_id, const std::string& secret, uint16_t compute_id,
+                       uint64_t incarnation = kRawPeerIncarnation, bool frame_mac = false);
+  // The frame MAC keys of the last handshake().
+  wire::FrameMacKeys frame_mac_keys(const std::string& secret) const;
 
   // Reads one data-plane response (header + payload).
   struct Response {
@@ -55,6 +65,7 @@ class RawPeer {
 
  private:
   net::UniqueFd fd_;
+  wire::Nonce server_nonce_{}, client_nonce_{};
 };
 
 // Hand-built request frames.

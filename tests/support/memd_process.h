@@ -41,7 +41,7 @@ struct MemdOptions {
   std::string size = "16M";
   std::string log_size = "1M";
   uint32_t threads = 1;
-  std::string secret = "test-secret";
+  std::string secret = "test-secret-0123456789";
   std::vector<std::string> extra_args;  // appended verbatim (an --exit-with-pid here replaces the default)
 };
 

@@ -137,17 +137,19 @@ std::vector<uint8_t> pattern(size_t n, uint32_t seed) {
 }
 
 Result<std::unique_ptr<Connection>> connect_to(const MemdProcess& memd, uint16_t id, Backend b,
-                                               std::chrono::milliseconds op_timeout = 10s) {
+                                               std::chrono::milliseconds op_timeout = 10s, bool frame_mac = false) {
   ConnectOptions o;
   o.backend = b;
+  o.frame_mac = frame_mac;
   o.op_timeout = op_timeout;
   return open_connection(memd.endpoint(), memd.identity(id), o);
 }
 
 // Worker body for forked children: `total` FAAs of +1 on `addr`, `batch` per
 // doorbell.
-int faa_worker(const MemdProcess& memd, uint16_t id, Backend b, uint64_t addr, int total, int batch) {
-  auto conn = connect_to(memd, id, b);
+int faa_worker(const MemdProcess& memd, uint16_t id, Backend b, uint64_t addr, int total, int batch,
+               bool frame_mac = false) {
+  auto conn = connect_to(memd, id, b, 10s, frame_mac);
   if (!conn) {
     fprintf(stderr, "child %u: %s\n", id, conn.status().to_string().c_str());
     return kChildConnectFailed;
@@ -172,8 +174,8 @@ int faa_worker(const MemdProcess& memd, uint16_t id, Backend b, uint64_t addr, i
 
 // Worker body: `n` successful CAS increments of the word at `addr`, retrying
 // with the observed value after every failed CAS.
-int cas_worker(const MemdProcess& memd, uint16_t id, Backend b, uint64_t addr, int n) {
-  auto conn = connect_to(memd, id, b);
+int cas_worker(const MemdProcess& memd, uint16_t id, Backend b, uint64_t addr, int n, bool frame_mac = false) {
+  auto conn = connect_to(memd, id, b, 10s, frame_mac);
   if (!conn) return kChildConnectFailed;
   Connection& c = **conn;
   uint64_t guess = 0;
@@ -227,7 +229,14 @@ struct ContinueOnExit {
   }
 };
 
-class TransportConformance : public ::testing::TestWithParam<Backend> {
+// The suite runs on every backend, and on tcp once more with frame MACs on
+// (every frame sealed and checked: the same semantics must hold).
+struct TransportParam {
+  Backend backend;
+  bool frame_mac = false;
+};
+
+class TransportConformance : public ::testing::TestWithParam<TransportParam> {
  protected:
   void SetUp() override {
     memd_ = std::make_unique<MemdProcess>(dir_.path());
@@ -239,10 +248,11 @@ class TransportConformance : public ::testing::TestWithParam<Backend> {
     }
   }
 
-  Backend backend() const { return GetParam(); }
+  Backend backend() const { return GetParam().backend; }
+  bool frame_mac() const { return GetParam().frame_mac; }
 
   std::unique_ptr<Connection> connect(uint16_t id, std::chrono::milliseconds op_timeout = 10s) {
-    auto r = connect_to(*memd_, id, backend(), op_timeout);
+    auto r = connect_to(*memd_, id, backend(), op_timeout, frame_mac());
     EXPECT_TRUE(r) << "open_connection(" << id << "): " << r.status().to_string();
     if (!r) return nullptr;
     return std::move(r).value();
@@ -475,8 +485,8 @@ TEST_P(TransportConformance, FaaFromTwoProcessesLosesNothing) {
   const uint64_t addr = c->data_begin() + 8 * 300;
   write_word(*c, addr, 0);
   constexpr int kPerChild = 100000;
-  ChildProcess a = ChildProcess::run([&] { return faa_worker(*memd_, 2, backend(), addr, kPerChild, 32); });
-  ChildProcess b = ChildProcess::run([&] { return faa_worker(*memd_, 3, backend(), addr, kPerChild, 32); });
+  ChildProcess a = ChildProcess::run([&] { return faa_worker(*memd_, 2, backend(), addr, kPerChild, 32, frame_mac()); });
+  ChildProcess b = ChildProcess::run([&] { return faa_worker(*memd_, 3, backend(), addr, kPerChild, 32, frame_mac()); });
   ASSERT_GT(a.pid(), 0);
   ASSERT_GT(b.pid(), 0);
   auto ea = a.wait_for(240s);
@@ -493,8 +503,8 @@ TEST_P(TransportConformance, CasSpinCounterFromTwoProcesses) {
   const uint64_t addr = c->data_begin() + 8 * 400;
   write_word(*c, addr, 0);
   constexpr int kPerChild = 10000;
-  ChildProcess a = ChildProcess::run([&] { return cas_worker(*memd_, 2, backend(), addr, kPerChild); });
-  ChildProcess b = ChildProcess::run([&] { return cas_worker(*memd_, 3, backend(), addr, kPerChild); });
+  ChildProcess a = ChildProcess::run([&] { return cas_worker(*memd_, 2, backend(), addr, kPerChild, frame_mac()); });
+  ChildProcess b = ChildProcess::run([&] { return cas_worker(*memd_, 3, backend(), addr, kPerChild, frame_mac()); });
   auto ea = a.wait_for(240s);
   auto eb = b.wait_for(240s);
   ASSERT_TRUE(ea && eb) << "CAS workers did not finish in time";
@@ -622,7 +632,7 @@ TEST_P(TransportConformance, FenceStopsAFencedClientAndKeepsOthers) {
   // then waits to be killed (the daemon must do that), on tcp it exits.
   ChildProcess victim = ChildProcess::run([&]() -> int {
     ::close(pipefd[0]);
-    auto conn = connect_to(*memd_, kVictim, b);
+    auto conn = connect_to(*memd_, kVictim, b, 10s, frame_mac());
     if (!conn) return kChildConnectFailed;
     Connection& vc = **conn;
     bool reported = false;
@@ -673,7 +683,7 @@ TEST_P(TransportConformance, FenceStopsAFencedClientAndKeepsOthers) {
   EXPECT_EQ(read_word(*c, counter), at_fence) << "memory changed after fence() returned";
 
   // The fenced id cannot come back; others are unaffected.
-  auto again = connect_to(*memd_, kVictim, b);
+  auto again = connect_to(*memd_, kVictim, b, 10s, frame_mac());
   ASSERT_FALSE(again) << "a fenced compute id opened a connection";
   EXPECT_EQ(again.status().code(), Errc::kFenced) << again.status().to_string();
   auto other = connect(10);
@@ -901,9 +911,12 @@ TEST_P(TransportConformance, AdminSessionHasNoDataPlane) {
   EXPECT_FALSE(reply) << "the daemon set up a data plane for an admin session";
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, TransportConformance, ::testing::Values(Backend::kShm, Backend::kTcp),
-                         [](const ::testing::TestParamInfo<Backend>& info) {
-                           return std::string(backend_name(info.param));
+INSTANTIATE_TEST_SUITE_P(Backends, TransportConformance,
+                         ::testing::Values(TransportParam{Backend::kShm}, TransportParam{Backend::kTcp},
+                                           TransportParam{Backend::kTcp, true}),
+                         [](const ::testing::TestParamInfo<TransportParam>& info) {
+                           return std::string(backend_name(info.param.backend)) +
+                                  (info.param.frame_mac ? "_frame_mac" : "");
                          });
 
 // ------------------------------------------------------ mixed backends

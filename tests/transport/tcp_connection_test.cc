@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,11 +46,19 @@ class FakePeer {
     while (answering) {
       wire::DecodedRequest r;
       std::string why;
-      auto res = wire::decode_request(std::span(in_.data() + pos, in_.size() - pos), r, &why);
+      const std::span<const uint8_t> avail(in_.data() + pos, in_.size() - pos);
+      auto res = wire::decode_request(avail, r, &why);
       if (res == wire::DecodeResult::kNeedMore) break;
       ASSERT_EQ(res, wire::DecodeResult::kOk) << why;
+      size_t consumed = r.consumed;
+      if (mac_in) {
+        if (avail.size() - consumed < wire::kFrameMacBytes) break;
+        ASSERT_TRUE(mac_in->check(avail.first(consumed), avail.subspan(consumed, wire::kFrameMacBytes)))
+            << "the client sent a request with a wrong MAC";
+        consumed += wire::kFrameMacBytes;
+      }
       execute(r);
-      pos += r.consumed;
+      pos += consumed;
       ++requests;
     }
     in_.erase(in_.begin(), in_.begin() + static_cast<long>(pos));
@@ -75,6 +84,11 @@ class FakePeer {
   std::function<void(const wire::RequestHeader&, wire::ResponseHeader&)> tamper;
   // Replaces a successful READ's payload length (for a bad-length test).
   int read_payload_delta = 0;
+  // Frame MACs: requests are checked with mac_in, responses sealed with
+  // mac_out; flip_after_seal changes the last byte of the next response
+  // before it goes out (what a tampering network would do).
+  std::optional<wire::FrameMac> mac_in, mac_out;
+  bool flip_after_seal = false;
 
  private:
   void execute(const wire::DecodedRequest& r) {
@@ -117,7 +131,13 @@ class FakePeer {
       payload = std::span(payload.data(), payload.size() + static_cast<size_t>(read_payload_delta));
     }
     resp.len = static_cast<uint32_t>(payload.size());
+    const size_t begin = out_.size();
     wire::encode_response(out_, resp, payload);
+    if (mac_out) mac_out->seal(out_, begin);
+    if (flip_after_seal) {
+      out_[out_.size() - 1 - (mac_out ? wire::kFrameMacBytes : 0)] ^= 1;
+      flip_after_seal = false;
+    }
   }
 
   net::UniqueFd fd_;
@@ -131,15 +151,19 @@ class TcpConnectionTest : public ::testing::Test {
  protected:
   void SetUp() override { make(5s); }
 
-  void make(std::chrono::milliseconds op_timeout) {
+  void make(std::chrono::milliseconds op_timeout, const std::optional<wire::FrameMacKeys>& keys = std::nullopt) {
     int sv[2];
     ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
     ASSERT_TRUE(net::set_nonblocking(sv[0]));
     wire::RegionInfo region;
     region.region_size = kSize;
     region.data_offset = kLo;
-    conn_ = std::make_unique<TcpConnection>(net::UniqueFd(sv[0]), region, op_timeout);
+    conn_ = std::make_unique<TcpConnection>(net::UniqueFd(sv[0]), region, op_timeout, keys);
     peer_ = std::make_unique<FakePeer>(sv[1]);
+    if (keys) {
+      peer_->mac_in.emplace(keys->client_to_daemon);
+      peer_->mac_out.emplace(keys->daemon_to_client);
+    }
   }
 
   // Pumps both sides until `n` completions arrived or `limit` passed.
@@ -153,6 +177,19 @@ class TcpConnectionTest : public ::testing::Test {
       out.insert(out.end(), buf.begin(), buf.begin() + static_cast<long>(k));
     }
     return out;
+  }
+
+  // Posts two FAAs; the first response the client cannot accept must break
+  // the connection and complete both with kDisconnected.
+  void expect_two_faas_break() {
+    conn_->post_faa(kLo, 1, 1);
+    conn_->post_faa(kLo, 1, 2);
+    conn_->flush();
+    auto got = run(2);
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0].status, Errc::kDisconnected);
+    EXPECT_EQ(got[1].status, Errc::kDisconnected);
+    EXPECT_EQ(conn_->health(), Errc::kDisconnected);
   }
 
   std::unique_ptr<TcpConnection> conn_;
@@ -218,17 +255,10 @@ TEST_F(TcpConnectionTest, ResponsesDeliveredByteByByte) {
 
 TEST_F(TcpConnectionTest, WrongTagBreaksTheConnection) {
   peer_->tamper = [](const wire::RequestHeader&, wire::ResponseHeader& r) { r.tag += 1; };
-  conn_->post_faa(kLo, 1, 1);
-  conn_->post_faa(kLo, 1, 2);
-  conn_->flush();
-  auto got = run(2);
-  ASSERT_EQ(got.size(), 2u);
-  EXPECT_EQ(got[0].status, Errc::kDisconnected);
-  EXPECT_EQ(got[1].status, Errc::kDisconnected);
-  EXPECT_EQ(conn_->health(), Errc::kDisconnected);
+  expect_two_faas_break();
   conn_->post_faa(kLo, 1, 3);
   conn_->flush();
-  got = run(1);
+  auto got = run(1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].status, Errc::kDisconnected);
 }
@@ -370,6 +400,58 @@ TEST_F(TcpConnectionTest, ManyBatchesReuseBuffers) {
       ASSERT_EQ(got[i].value, static_cast<uint64_t>(round * 37 + i));
     }
   }
+}
+
+// Frame MACs on the client: requests are sealed, responses checked before
+// they complete anything.
+wire::FrameMacKeys test_keys() {
+  wire::FrameMacKeys k;
+  k.client_to_daemon.fill(0x11);
+  k.daemon_to_client.fill(0x22);
+  return k;
+}
+
+TEST_F(TcpConnectionTest, FrameMacRoundTripsEveryOp) {
+  make(5s, test_keys());
+  std::vector<uint8_t> data(300000), back(300000, 0);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 13 + 1);
+  conn_->post_write(kLo, data.data(), static_cast<uint32_t>(data.size()), 1);
+  conn_->post_read(kLo, back.data(), static_cast<uint32_t>(back.size()), 2);
+  conn_->post_faa(kLo + 400000, 3, 3);
+  conn_->post_cas(kLo + 400000, 3, 4, 4);
+  conn_->flush();
+  peer_->max_chunk = 7;  // dribbled: MACs split across reads
+  auto got = run(4, 20s);
+  ASSERT_EQ(got.size(), 4u);
+  for (const Completion& c : got) EXPECT_EQ(c.status, Errc::kOk) << c.wr_id;
+  EXPECT_EQ(back, data);
+  EXPECT_EQ(got[3].value, 3u);
+  EXPECT_EQ(conn_->health(), Errc::kOk);
+}
+
+TEST_F(TcpConnectionTest, FrameMacRefusesAChangedResponseBeforeItsPayloadLands) {
+  make(5s, test_keys());
+  uint64_t v = 0x1122334455667788ull;
+  conn_->post_write(kLo, &v, 8, 1);
+  conn_->flush();
+  ASSERT_EQ(run(1).size(), 1u);
+  uint64_t back = 0;
+  peer_->flip_after_seal = true;  // the READ's last payload byte changes in transit
+  conn_->post_read(kLo, &back, 8, 2);
+  conn_->post_faa(kLo + 8, 1, 3);
+  conn_->flush();
+  auto got = run(2);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].status, Errc::kDisconnected);
+  EXPECT_EQ(got[1].status, Errc::kDisconnected);
+  EXPECT_EQ(back, 0u) << "a response with a wrong MAC reached the caller's buffer";
+  EXPECT_EQ(conn_->health(), Errc::kDisconnected);
+}
+
+TEST_F(TcpConnectionTest, FrameMacRefusesAnUnsealedDaemon) {
+  make(5s, test_keys());
+  peer_->mac_out.reset();  // a daemon that does not seal: every response fails
+  expect_two_faas_break();
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -19,6 +20,7 @@
 
 #include "common/transport/client.h"
 #include "litmus/history/checker.h"
+#include "tests/support/fake_daemon.h"
 #include "litmus/history/history.h"
 #include "litmus/history/report.h"
 #include "tests/workloads/workload_test_support.h"
@@ -31,6 +33,12 @@ const char* bench_binary() { return PANDORA_BENCH_PATH; }
 int bench(std::vector<std::string> args, std::string* out, int timeout_s = 120) {
   args.insert(args.begin(), bench_binary());
   return run_command(args, out, timeout_s);
+}
+
+// Writes a secret file as the README says to (mode 600) unless told otherwise.
+void write_secret(const std::string& path, const std::string& content, mode_t mode = 0600) {
+  std::ofstream(path) << content;
+  ASSERT_EQ(::chmod(path.c_str(), mode), 0);
 }
 
 TEST(BenchCli, HelpExitsZero) {
@@ -48,7 +56,7 @@ class BenchCliErrors : public ::testing::Test {
  protected:
   void SetUp() override {
     secret_ = dir_.path() + "/secret";
-    std::ofstream(secret_) << "test-secret\n";
+    write_secret(secret_, "test-secret-0123456789\n");
   }
   // Required flags (never reached: every case fails before connecting).
   std::vector<std::string> base() const {
@@ -90,10 +98,7 @@ TEST_F(BenchCliErrors, MissingRequiredAndUnreadableSecret) {
   EXPECT_EQ(bench({"--seconds", "1"}, &out, 30), 2) << out;
   EXPECT_NE(out.find("--cluster-id"), std::string::npos) << out;
   const std::string secret = dir_.path() + "/secret";
-  {
-    std::ofstream f(secret);
-    f << "0123456789abcdef0123";
-  }
+  write_secret(secret, "0123456789abcdef0123");
   // Without --zookeeper the memory nodes and the compute id are required;
   // with it the registry assigns the pid, so choosing one is refused.
   EXPECT_EQ(bench({"--cluster-id", "7", "--secret-file", secret, "--compute-id", "1"}, &out, 30), 2) << out;
@@ -112,6 +117,44 @@ TEST_F(BenchCliErrors, MissingRequiredAndUnreadableSecret) {
             2)
       << out;
   EXPECT_NE(out.find("secret"), std::string::npos) << out;
+}
+
+// The daemon's rule for secret files, shared (common/secret.h): a secret
+// others can read, or one short enough to guess, is refused before anything
+// connects.
+TEST_F(BenchCliErrors, RefusesShortOrReadableSecretFiles) {
+  write_secret(secret_, "short-secret\n");
+  expect_usage_error({"--seconds", "1"}, "at least 16");
+  write_secret(secret_, "test-secret-0123456789\n", 0644);
+  expect_usage_error({"--seconds", "1"}, "chmod 600");
+  write_secret(secret_, "test-secret-0123456789\n", 0640);
+  expect_usage_error({"--seconds", "1"}, "chmod 600");
+}
+
+// A process listening where a memory daemon should be, without the cluster
+// secret: the bench refuses it at login, exits non-zero, and the fake never
+// receives a byte beyond the Hello (the reproduction wrote every row
+// to it and printed "check passed").
+TEST(BenchAuth, RefusesAFakeDaemonAndSendsItNothing) {
+  TempDir dir;
+  const std::string secret = dir.path() + "/secret";
+  write_secret(secret, "test-secret-0123456789\n");
+  FakeDaemon fake(FakeDaemon::Mode::kNoSecret, 0x5eed);
+  ASSERT_TRUE(fake.ok());
+  std::string out;
+  const int rc = bench({"--memory-nodes", fake.endpoint().to_string(), "--cluster-id", "0x5eed", "--secret-file",
+                        secret, "--compute-id", "1", "--workload", "smallbank", "--accounts", "1000", "--load",
+                        "--seconds", "1", "--backend", "tcp"},
+                       &out, 60);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("did not prove knowledge of the cluster secret"), std::string::npos) << out;
+  EXPECT_EQ(out.find("check passed"), std::string::npos) << out;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (fake.logins() < 1 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_GE(fake.logins(), 1u);
+  EXPECT_EQ(fake.bytes_after_login(), 0u);
 }
 
 std::string read_file(const std::string& path) {
@@ -351,6 +394,28 @@ TEST(BenchEndToEnd, LoadRunAndCheckAgainstTwoDaemons) {
   EXPECT_GT(report_h.summary.committed, 100u);
   EXPECT_GT(report_h.summary.edges[0] + report_h.summary.edges[1] + report_h.summary.edges[2], 0u)
       << "a contended run must produce dependency edges";
+
+  // SmallBank on tcp with a MAC on every data-plane frame (--frame-mac): the
+  // same checks pass, and no frame was refused.
+  args = common;
+  for (const char* a : {"--workload", "smallbank", "--seconds", "1", "--warmup-seconds", "0", "--backend", "tcp",
+                        "--frame-mac"}) {
+    args.push_back(a);
+  }
+  args.erase(std::find(args.begin(), args.end(), "--keys"), std::find(args.begin(), args.end(), "--keys") + 2);
+  ASSERT_EQ(bench(args, &out), 0) << out;
+  EXPECT_NE(out.find("check passed: total money"), std::string::npos) << out;
+  {
+    ClientIdentity admin{d.memd(0).options().cluster_id, d.memd(0).options().secret, wire::Role::kAdmin, 0};
+    for (size_t n = 0; n < d.size(); ++n) {
+      auto ctl = ControlClient::connect(d.memd(n).endpoint(), admin, std::chrono::seconds(5));
+      ASSERT_TRUE(ctl) << ctl.status().to_string();
+      auto st = (*ctl)->stats();
+      ASSERT_TRUE(st);
+      EXPECT_EQ(st->bad_frame_macs, 0u);
+      EXPECT_EQ(st->malformed_frames, 0u);
+    }
+  }
 
   // Attach to the same load: SmallBank on shm, ford protocol.
   args = common;

@@ -431,20 +431,18 @@ int demo_main(int argc, char** argv) {
     pos = comma + 1;
   }
 
-  bool world_readable = false;
-  auto secret = read_secret_file(cfg.secret_file, &world_readable);
+  auto secret = read_secret_file(cfg.secret_file);
   if (!secret) {
     fmt::print(stderr, "pandora-transport-demo: --secret-file: {}\n", secret.status().to_string());
     return 2;
   }
-  if (world_readable)
-    fmt::print(stderr, "pandora-transport-demo: warning: {} is readable by other users\n", cfg.secret_file);
 
   ClientIdentity id;
   id.cluster_id = cfg.cluster_id;
   id.secret = *secret;
   id.role = wire::Role::kCompute;
   id.compute_id = static_cast<uint16_t>(cfg.compute_id);
+  id.incarnation = new_incarnation();  // one for every connection of this process
 
   std::vector<Backend> backends;
   if (cfg.backend == "all") {
