@@ -50,40 +50,9 @@ script_dir="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
 root="$(cd -- "$script_dir/.." && pwd -P)"
 jobs="${PANDORA_JOBS:-$(nproc)}"
 
-# Prints the packages of PACKAGES that dpkg does not report as installed.
-missing_packages() {
-  local pkg status
-  for pkg in "${PACKAGES[@]}"; do
-    status="$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)"
-    [[ "$status" == "installed" ]] || echo "$pkg"
-  done
-}
-
-install_packages() {
-  command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 ||
-    die "dpkg-query/apt-get not found: this script supports Debian (bookworm) and derivatives. Install these packages by other means: ${PACKAGES[*]}"
-
-  local missing
-  mapfile -t missing < <(missing_packages)
-  if [[ ${#missing[@]} -eq 0 ]]; then
-    echo "==> packages: all ${#PACKAGES[@]} required packages are installed"
-    return
-  fi
-
-  local -a sudo=()
-  if [[ "$(id -u)" -ne 0 ]]; then
-    command -v sudo >/dev/null 2>&1 ||
-      die "missing packages (${missing[*]}) and not root, and sudo is not available; run as root: apt-get install -y --no-install-recommends ${PACKAGES[*]}"
-    sudo=(sudo)
-  fi
-  echo "==> installing ${#missing[@]} missing package(s): ${missing[*]}"
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update ||
-    die "apt-get update failed"
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${PACKAGES[@]}" ||
-    die "apt-get install failed"
-  mapfile -t missing < <(missing_packages)
-  [[ ${#missing[@]} -eq 0 ]] || die "still missing after apt-get install: ${missing[*]}"
-}
+# shellcheck source=deploy/lib/debian_packages.sh
+source "$script_dir/lib/debian_packages.sh"
+install_packages() { ensure_debian_packages setup.sh "${PACKAGES[@]}" || exit 1; }
 
 # configure_and_build NAME BUILD_TYPE EXTRA_CMAKE_ARGS...
 configure_and_build() {

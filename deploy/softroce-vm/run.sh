@@ -154,43 +154,13 @@ fi
 [[ "$(uname -s)" == Linux && "$(uname -m)" == x86_64 ]] ||
   die "$EXIT_CANNOT_RUN" "needs an x86-64 Linux host (this is $(uname -s) $(uname -m))"
 
-# Prints the packages of PACKAGES that dpkg does not report as installed.
-missing_packages() {
-  local pkg status
-  for pkg in "${PACKAGES[@]}"; do
-    status="$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)"
-    [[ "$status" == "installed" ]] || echo "$pkg"
-  done
-}
-
-# Same approach as deploy/setup.sh: install only when dpkg reports one missing.
+# shellcheck source=deploy/lib/debian_packages.sh
+source "$script_dir/../lib/debian_packages.sh"
+# 2: this host cannot install packages at all; 3: an install step failed.
 install_packages() {
-  command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 ||
-    die "$EXIT_CANNOT_RUN" "dpkg-query/apt-get not found: this harness supports Debian (bookworm) and derivatives"
-
-  local missing
-  mapfile -t missing < <(missing_packages)
-  if [[ ${#missing[@]} -eq 0 ]]; then
-    say "packages: all ${#PACKAGES[@]} required packages are installed"
-    return
-  fi
-
-  local -a sudo=()
-  if [[ "$(id -u)" -ne 0 ]]; then
-    command -v sudo >/dev/null 2>&1 ||
-      die "$EXIT_CANNOT_RUN" "missing packages (${missing[*]}) and not root, and sudo is not available; run as root: apt-get install -y --no-install-recommends ${PACKAGES[*]}"
-    sudo=(sudo)
-    # No password prompt when nobody can answer it (ctest, CI).
-    [[ -t 0 ]] || sudo+=(-n)
-  fi
-  say "installing ${#missing[@]} missing package(s): ${missing[*]}"
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update >&2 ||
-    die "$EXIT_PREPARE" "apt-get update failed"
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 \
-    install -y --no-install-recommends "${PACKAGES[@]}" >&2 ||
-    die "$EXIT_PREPARE" "apt-get install failed"
-  mapfile -t missing < <(missing_packages)
-  [[ ${#missing[@]} -eq 0 ]] || die "$EXIT_PREPARE" "still missing after apt-get install: ${missing[*]}"
+  local rc=0
+  ensure_debian_packages softroce-vm "${PACKAGES[@]}" || rc=$?
+  [[ $rc -eq 0 ]] || exit "$([[ $rc -eq 2 ]] && echo "$EXIT_CANNOT_RUN" || echo "$EXIT_PREPARE")"
 }
 
 # ------------------------------------------------- private temporary dir
