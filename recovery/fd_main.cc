@@ -24,7 +24,7 @@ using namespace pandora;
 struct Flags {
   std::string zookeeper;
   std::string zk_root = "/pandora";
-  uint64_t zk_session_ms = 1000;
+  uint64_t zk_session_ms = 4000;
   uint64_t cluster_id = 0;
   std::string secret_file;
   uint64_t replica_id = 0;
@@ -58,7 +58,9 @@ int main(int argc, char** argv) {
   opts.add_string("zookeeper", &f.zookeeper, "ZooKeeper ensemble HOST:PORT,HOST:PORT,...", true);
   opts.add_string("zk-root", &f.zk_root, "the cluster's ZooKeeper path");
   opts.add_u64("zk-session-ms", &f.zk_session_ms,
-               "ZooKeeper session timeout: a dead leader is replaced after about this long", 200, 60000);
+               "ZooKeeper session timeout: a dead leader is replaced after about this long; shorter "
+               "sessions expire during host stalls (each expiry restarts the replica's detector)",
+               200, 60000);
   opts.add_u64("cluster-id", &f.cluster_id, "cluster id (decimal or 0x hex)", 1, UINT64_MAX, true);
   opts.add_string("secret-file", &f.secret_file, "file holding the cluster secret", true);
   opts.add_u64("replica-id", &f.replica_id, "this replica's id, 1..--replicas", 1, 64, true);

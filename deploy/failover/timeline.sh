@@ -33,6 +33,9 @@ Options:
   --threads N         worker threads per compute node                [1]
   --coordinators N    coordinators per thread                        [4]
   --backend B         tcp or shm                                     [tcp]
+  --zk-no-fsync       ZooKeeper writes its log without fsync (cluster.sh
+                      --zk-no-fsync): on a host whose disk stalls fsync for
+                      seconds, which expires sessions mid-run
   --size SIZE         region size of each memory daemon (K/M/G suffix);
                       default: room for the largest --keys setting
   --fd-timeout-us US  the detector's suspicion timeout               [5000]
@@ -61,6 +64,7 @@ threads=1
 coordinators=4
 backend=tcp
 size=""
+zk_fsync=()
 fd_timeout_us=5000
 fd_args=()
 fd_nice=0
@@ -80,6 +84,7 @@ while [[ $# -gt 0 ]]; do
     --coordinators) need_value "$@"; coordinators="$2"; shift 2 ;;
     --backend) need_value "$@"; backend="$2"; shift 2 ;;
     --size) need_value "$@"; size="$2"; shift 2 ;;
+    --zk-no-fsync) zk_fsync=(--zk-no-fsync); shift ;;
     --fd-timeout-us) need_value "$@"; fd_timeout_us="$2"; shift 2 ;;
     --fd-arg) need_value "$@"; fd_args+=(--fd-arg "$2"); shift 2 ;;
     --fd-arg=*) fd_args+=(--fd-arg "${1#--fd-arg=}"); shift ;;
@@ -189,7 +194,7 @@ run_setting() {
   state="$(mktemp -d "${TMPDIR:-/tmp}/pandora-timeline.XXXXXX")"
   region_dir="/dev/shm/pandora-$user/timeline-$$"
   bash "$root/deploy/local/cluster.sh" start --nodes 2 --dir "$state" --region-dir "$region_dir" "${cl_bins[@]}" \
-    --size "$size" --log-size 16M --zookeeper --zk-nice "$fd_nice" --protocol "$protocol" >"$run_out/cluster_start.log" 2>&1 ||
+    --size "$size" --log-size 16M --zookeeper --zk-nice "$fd_nice" ${zk_fsync[@]+"${zk_fsync[@]}"} --protocol "$protocol" >"$run_out/cluster_start.log" 2>&1 ||
     { cat "$run_out/cluster_start.log" >&2; die "the cluster did not start"; }
   zk="$(cat "$state/zk_connect")"
   common=(--zookeeper "$zk" --cluster-id "$(cat "$state/cluster_id")" --secret-file "$state/secret"
