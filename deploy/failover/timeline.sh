@@ -107,9 +107,10 @@ for k in "${keys_arr[@]}"; do
   [[ "$k" =~ ^[1-9][0-9]*$ ]] || die "--keys: '$k' is not a positive integer"
   [[ "$k" -le "$max_keys" ]] || max_keys="$k"
 done
-# Every key is on both daemons: about 64 bytes a slot at the tables' load
-# factor, doubled for headroom, plus the log area and 32 MiB of slack.
-[[ -n "$size" ]] || size="$(( (max_keys * 128 + 48 * 1024 * 1024) / 1048576 + 1 ))M"
+# Every key is on both daemons: the micro table asks for 256 bytes of table
+# area a key (slots at the table's load factor, 10M keys: 2.56 GB), plus
+# the log area and 32 MiB of slack.
+[[ -n "$size" ]] || size="$(( (max_keys * 256 + 48 * 1024 * 1024) / 1048576 + 1 ))M"
 [[ "$size" =~ ^[1-9][0-9]*[KMG]?$ ]] || die "--size must be a size like 64M or 2G, got '$size'"
 [[ "$crash_at_ms" -ge 1000 ]] || die "--crash-at-ms must be >= 1000 (the nodes are known to run after 1 s)"
 [[ $((seconds * 1000)) -ge $((crash_at_ms + 2000)) ]] ||

@@ -361,7 +361,14 @@ TEST(BenchEndToEnd, LoadRunAndCheckAgainstTwoDaemons) {
   args.push_back("--report");
   args.push_back(report);
   std::string out;
+  const auto realtime_ns = [] {
+    return static_cast<int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count());
+  };
+  const int64_t before_run = realtime_ns();
   ASSERT_EQ(bench(args, &out), 0) << out;
+  const int64_t after_run = realtime_ns();
   EXPECT_NE(out.find("loaded 11000 rows"), std::string::npos) << out;
   EXPECT_NE(out.find("throughput: "), std::string::npos) << out;
   EXPECT_NE(out.find("commits/s"), std::string::npos) << out;
@@ -371,6 +378,11 @@ TEST(BenchEndToEnd, LoadRunAndCheckAgainstTwoDaemons) {
   EXPECT_NE(json.find("\"commits_per_second\": "), std::string::npos) << json;
   EXPECT_NE(json.find("\"passed\": true"), std::string::npos) << json;
   EXPECT_NE(json.find("\"p999\": "), std::string::npos) << json;
+  // The timeline's bucket 0 on CLOCK_REALTIME (plots of several processes
+  // share one clock): inside the run, at least 2 s before its end.
+  const int64_t timeline_start = json_number(json, "start_realtime_ns");
+  EXPECT_GT(timeline_start, before_run) << json;
+  EXPECT_LT(timeline_start, after_run - 2'000'000'000) << json;
 
   // Attach to the same load: SmallBank on shm under pandora, recording the
   // history; the checker must find every transaction and no anomaly.

@@ -161,8 +161,9 @@ std::string format_json(const BenchSummary& s) {
     }
     out += "],\n";
     const double w = std::chrono::duration<double>(r.timeline_width).count();
-    out += fmt::format(R"(  "timeline": {{"bucket_ms": {}, "warmup_ms": {}, "commits_per_second": [)",
-                       r.timeline_width.count(), r.warmup.count());
+    out += fmt::format(R"(  "timeline": {{"bucket_ms": {}, "warmup_ms": {}, "start_realtime_ns": {}, )"
+                       R"("commits_per_second": [)",
+                       r.timeline_width.count(), r.warmup.count(), r.timeline_start_realtime_ns);
     for (size_t b = 0; b < r.timeline.size(); ++b) {
       out += fmt::format("{}{}", b == 0 ? "" : ", ", num(static_cast<double>(r.timeline[b]) / w));
     }

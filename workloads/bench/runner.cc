@@ -82,6 +82,7 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
   }
 
   const Clock::time_point start = Clock::now();
+  const auto start_realtime = std::chrono::system_clock::now();
   const Clock::time_point window_start = start + options.warmup;
   const Clock::time_point deadline = window_start + options.measure;
 
@@ -233,6 +234,8 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
   r.aborts_by_type.assign(types, 0);
   r.timeline.assign(buckets, 0);
   r.timeline_width = width;
+  r.timeline_start_realtime_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(start_realtime.time_since_epoch()).count());
   r.warmup = options.warmup;
   r.pauses = pauses.load();
   r.paused_seconds = static_cast<double>(paused_ns.load()) / 1e9;

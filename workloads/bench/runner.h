@@ -91,6 +91,10 @@ struct RunStats {
   uint64_t total_commits = 0;
   // Commits per timeline bucket, from the start of the run (warm-up included).
   std::chrono::milliseconds timeline_width{100};
+  // CLOCK_REALTIME of the timeline's bucket 0, so plots from several
+  // processes share one clock (the first transaction's begin may come much
+  // later: worker start-up, connections).
+  uint64_t timeline_start_realtime_ns = 0;
   std::chrono::milliseconds warmup{0};
   std::vector<uint64_t> timeline;
 
