@@ -136,6 +136,15 @@ class RegistryZkTest : public ::testing::Test {
   }
   // A fresh cluster tree per test.
   std::string root(std::string_view name) const { return "/t-" + std::string(name); }
+  // A cluster record of one (never contacted) memory node, 4 KiB lanes.
+  static ClusterRecord one_node_cluster(uint64_t cluster_id, uint32_t lanes = 64) {
+    ClusterRecord c;
+    c.cluster_id = cluster_id;
+    c.memory_nodes = {Endpoint{"127.0.0.1", 7000}};
+    c.lane_bytes = 4096;
+    c.lanes = lanes;
+    return c;
+  }
 
   static inline testing::TempDir* dir_ = nullptr;
   static inline testing::ZkEnsemble* zk_ = nullptr;
@@ -144,11 +153,7 @@ class RegistryZkTest : public ::testing::Test {
 };
 
 TEST_F(RegistryZkTest, RefusesAnotherClustersTreeAndAMissingOne) {
-  ClusterRecord c;
-  c.cluster_id = 0x1111;
-  c.memory_nodes = {Endpoint{"127.0.0.1", 7000}};
-  c.lane_bytes = 4096;
-  c.lanes = 64;
+  const ClusterRecord c = one_node_cluster(0x1111);
   ASSERT_TRUE(Registry::init(zk_options(), root("other"), c, log_));
   ASSERT_TRUE(Registry::init(zk_options(), root("other"), c, log_));  // idempotent
   ClusterRecord other = c;
@@ -170,11 +175,7 @@ TEST_F(RegistryZkTest, RefusesAnotherClustersTreeAndAMissingOne) {
 // change it: a stranger on the host, or a process with another secret,
 // cannot publish a pid as failed, drop a record or take a lease.
 TEST_F(RegistryZkTest, OnlySecretHoldersChangeTheTree) {
-  ClusterRecord c;
-  c.cluster_id = 0x4444;
-  c.memory_nodes = {Endpoint{"127.0.0.1", 7000}};
-  c.lane_bytes = 4096;
-  c.lanes = 64;
+  const ClusterRecord c = one_node_cluster(0x4444);
   ASSERT_TRUE(Registry::init(zk_options(), root("acl"), c, log_));
   const std::string r = root("acl");
 
@@ -219,11 +220,7 @@ TEST_F(RegistryZkTest, InitRefusesARootOthersMayChange) {
   auto zk = zk::ZkClient::connect(no_auth, log_);
   ASSERT_TRUE(zk) << zk.status().to_string();
   ASSERT_TRUE((*zk)->create(root("prepared"), ""));
-  ClusterRecord c;
-  c.cluster_id = 0x5555;
-  c.memory_nodes = {Endpoint{"127.0.0.1", 7000}};
-  c.lane_bytes = 4096;
-  c.lanes = 64;
+  const ClusterRecord c = one_node_cluster(0x5555);
   Status s = Registry::init(zk_options(), root("prepared"), c, log_);
   EXPECT_EQ(s.code(), Errc::kAuthFailed) << s.to_string();
   EXPECT_NE(s.message().find("may be changed by others"), std::string::npos) << s.message();
@@ -233,11 +230,7 @@ TEST_F(RegistryZkTest, InitRefusesARootOthersMayChange) {
 }
 
 TEST_F(RegistryZkTest, RegistrationLeasesDisjointSlotsAndNeverReissuesAPid) {
-  ClusterRecord c;
-  c.cluster_id = 0x3333;
-  c.memory_nodes = {Endpoint{"127.0.0.1", 7000}};
-  c.lane_bytes = 4096;
-  c.lanes = 200;
+  const ClusterRecord c = one_node_cluster(0x3333, 200);
   ASSERT_TRUE(Registry::init(zk_options(), root("lease"), c, log_));
   auto reg = Registry::open(zk_options(), root("lease"), 0x3333, log_);
   ASSERT_TRUE(reg) << reg.status().to_string();
