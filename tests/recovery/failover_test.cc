@@ -179,8 +179,8 @@ class FailoverTest : public ::testing::Test {
     cluster_.reset();
   }
 
-  // ZooKeeper, memds, init, the SmallBank load, the total it adds up to.
-  void start_cluster() {
+  // ZooKeeper, two memds, init: no tables yet.
+  void start_processes() {
     t0_ = Clock::now();
     LocalClusterOptions o;
     o.fd_binary = PANDORA_FAILOVER_FD;
@@ -191,6 +191,11 @@ class FailoverTest : public ::testing::Test {
     cluster_ = std::make_unique<LocalCluster>(o);
     Status s = cluster_->start();
     ASSERT_TRUE(s) << s.to_string();
+  }
+
+  // start_processes(), the SmallBank load, the total it adds up to.
+  void start_cluster() {
+    ASSERT_NO_FATAL_FAILURE(start_processes());
     std::string out;
     const int rc = cluster_->run_bench(
         "load", {"--workload", "smallbank", "--accounts", std::to_string(kAccounts), "--load", "--seconds", "0"},
@@ -994,15 +999,7 @@ double cpu_seconds(pid_t pid) {
 // the detector's failed set burnt a core each at nice -10 and starved a
 // 2-core machine's ZooKeeper and compute nodes into false suspicions.
 TEST_F(FailoverTest, ReplicasStayIdleWhileAFailureAwaitsRecovery) {
-  LocalClusterOptions o;
-  o.fd_binary = PANDORA_FAILOVER_FD;
-  o.ctl_binary = PANDORA_FAILOVER_CTL;
-  o.bench_binary = PANDORA_FAILOVER_BENCH;
-  o.memd_binary = PANDORA_FAILOVER_MEMD;
-  cluster_ = std::make_unique<LocalCluster>(o);
-  Status s = cluster_->start();
-  ASSERT_TRUE(s) << s.to_string();
-  t0_ = Clock::now();
+  ASSERT_NO_FATAL_FAILURE(start_processes());  // no tables: the leader cannot recover anything
   ASSERT_NO_FATAL_FAILURE(start_fds(200000));
   // A compute node that registers and never heartbeats.
   MemberRecord ghost;
