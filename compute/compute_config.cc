@@ -161,6 +161,7 @@ ConnectOptions ComputeConfig::connect_options() const {
   o.connect_timeout = connect_timeout;
   o.op_timeout = op_timeout;
   o.frame_mac = frame_mac;
+  o.verbs = verbs;
   return o;
 }
 
@@ -174,7 +175,8 @@ void ComputeFlags::declare(OptionSet& opts) {
                "this compute node's pid (1..65535, never reused); required without --zookeeper, whose registry "
                "assigns it",
                1, 65535);
-  opts.add_choice("backend", &backend, {"shm", "tcp"}, "data-plane transport");
+  opts.add_choice("backend", &backend, {"shm", "tcp", "verbs"},
+                  "data-plane transport: shm (memory daemons on this host), tcp, verbs (RDMA; see --rdma-*)");
   opts.add_u64("replicas", &replicas,
                "copies of every row (f+1); also the number of log nodes; 0 = min(2, number of memory nodes)", 0,
                64);
@@ -200,6 +202,7 @@ void ComputeFlags::declare(OptionSet& opts) {
   opts.add_flag("frame-mac", &frame_mac,
                 "tcp: put a MAC (HMAC-SHA256, per-connection key) on every data-plane frame, so frames changed on "
                 "the network are detected; costs throughput (README, Security)");
+  rdma.declare(opts);
 }
 
 Result<ComputeConfig> ComputeFlags::resolve() const {
@@ -243,6 +246,9 @@ Result<ComputeConfig> ComputeFlags::resolve() const {
   c.bugs = *bugs;
   c.op_timeout = std::chrono::milliseconds(op_timeout_ms);
   c.frame_mac = frame_mac;
+  Result<VerbsOptions> vo = rdma.to_options();
+  if (!vo) return vo.status();
+  c.verbs = *vo;
   c.shards = static_cast<uint32_t>(shards);
   c.lane_bytes = static_cast<uint32_t>(lane_bytes);
   if (!c.zookeeper.empty()) {

@@ -83,6 +83,8 @@ struct ComputeConfig {
   std::chrono::milliseconds connect_timeout{5000};
   // tcp: a MAC on every data-plane frame (ConnectOptions::frame_mac).
   bool frame_mac = false;
+  // verbs: the RDMA device, port, GID and MTU (ConnectOptions::verbs).
+  VerbsOptions verbs;
   // This compute process's incarnation (ClientIdentity::incarnation): drawn
   // when the config is made and shared by its copies, so every connection
   // of the process carries the same one.
@@ -135,11 +137,12 @@ struct ComputeFlags {
   std::string zk_root = "/pandora";
   uint64_t fd_heartbeat_us = 1000;
   bool frame_mac = false;
+  VerbsFlags rdma;
 
   // Declares --memory-nodes, --cluster-id, --secret-file, --compute-id,
   // --backend, --replicas, --threads, --coordinators, --protocol, --bug,
   // --op-timeout-ms, --shards, --lane-bytes, --zookeeper, --zk-root,
-  // --fd-heartbeat-us, --frame-mac.
+  // --fd-heartbeat-us, --frame-mac and the --rdma-* flags of verbs.
   void declare(OptionSet& opts);
   // Parses the lists, reads the secret file, validates. With --zookeeper,
   // compute_id and lane_slot are left for the registry to assign (and

@@ -49,6 +49,8 @@ std::string_view type_name(wire::ControlType t) {
     case wire::ControlType::kRegionInfoRequest: return "RegionInfoRequest";
     case wire::ControlType::kRegionInfoReply: return "RegionInfoReply";
     case wire::ControlType::kUnfence: return "Unfence";
+    case wire::ControlType::kSetupVerbs: return "SetupVerbs";
+    case wire::ControlType::kVerbsInfo: return "VerbsInfo";
   }
   return "unknown";
 }
@@ -162,11 +164,12 @@ class FenceWorker {
 
 class ControlServer::Impl {
  public:
-  Impl(Region& region, FenceTable& fences, TcpDataPlane& data_plane, ShmFdServer& shm, uint64_t cluster_id,
-       std::string secret, Logger log, ControlLimits limits)
+  Impl(Region& region, FenceTable& fences, TcpDataPlane& data_plane, ShmFdServer& shm, VerbsServer* verbs,
+       uint64_t cluster_id, std::string secret, Logger log, ControlLimits limits)
       : region_(region),
         fences_(fences),
         shm_(shm),
+        verbs_(verbs),
         data_plane_(data_plane),
         cluster_id_(cluster_id),
         secret_(std::move(secret)),
@@ -613,6 +616,26 @@ class ControlServer::Impl {
             info.inode = region_.inode();
             info.is_pmem = region_.is_pmem();
             wire::encode_control(c.out, info);
+          } else if constexpr (std::is_same_v<T, wire::SetupVerbs>) {
+            if (c.role != wire::Role::kCompute) {
+              reply_error(c, Errc::kInvalidArgument, "SetupVerbs needs a compute session");
+              return;
+            }
+            if (verbs_ == nullptr) {
+              reply_error(c, Errc::kUnsupported,
+                          "this memory daemon serves no verbs data plane (no RDMA device, or started with --verbs "
+                          "off); its log says which");
+              return;
+            }
+            Result<wire::VerbsInfo> info = verbs_->setup(c.id, c.compute_id, c.fence_generation, msg);
+            if (!info) {
+              log_.warn("{}: SetupVerbs refused: {}", c.peer, info.status().to_string());
+              reply_error(c, info.status().code(), info.status().message());
+              return;
+            }
+            log_.debug("{}: verbs data plane, queue pair {:#x} to the client's {:#x}", c.peer, info->qp.qpn,
+                       msg.qp.qpn);
+            wire::encode_control(c.out, *info);
           } else {
             protocol_error(c, std::string("unexpected ") + std::string(type_name(wire::control_type(m))) +
                                   " in a session");
@@ -762,6 +785,7 @@ class ControlServer::Impl {
   void close_conn(Conn& c) {
     if (c.state == State::kHandshake) pending_.remove(c.id);
     shm_.revoke(c.id);
+    if (verbs_ != nullptr) verbs_->close(c.id);
     c.lease.release();  // before the descriptor can be reused
     ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
     ::close(c.fd);
@@ -771,6 +795,7 @@ class ControlServer::Impl {
   void close_all() {
     for (auto& [id, c] : conns_) {
       shm_.revoke(id);
+      if (verbs_ != nullptr) verbs_->close(id);
       c->lease.release();
       if (epoll_fd_ >= 0) ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
       ::close(c->fd);
@@ -787,6 +812,7 @@ class ControlServer::Impl {
   Region& region_;
   FenceTable& fences_;
   ShmFdServer& shm_;
+  VerbsServer* verbs_;  // null without an RDMA device
   TcpDataPlane& data_plane_;
   uint64_t cluster_id_;
   std::string secret_;
@@ -808,9 +834,10 @@ class ControlServer::Impl {
 };
 
 ControlServer::ControlServer(Region& region, FenceTable& fences, TcpDataPlane& data_plane, ShmFdServer& shm,
-                             uint64_t cluster_id, std::string secret, Logger log, ControlLimits limits)
-    : impl_(std::make_unique<Impl>(region, fences, data_plane, shm, cluster_id, std::move(secret), std::move(log),
-                                   limits)) {}
+                             VerbsServer* verbs, uint64_t cluster_id, std::string secret, Logger log,
+                             ControlLimits limits)
+    : impl_(std::make_unique<Impl>(region, fences, data_plane, shm, verbs, cluster_id, std::move(secret),
+                                   std::move(log), limits)) {}
 
 ControlServer::~ControlServer() = default;
 

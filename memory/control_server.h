@@ -14,7 +14,7 @@
 //                                      failed; the reason goes to the log
 //
 // then a request/reply loop: RegionInfoRequest, StatsRequest, Fence (admin
-// sessions only), SetupTcp and SetupShm (compute sessions only). SetupTcp is
+// sessions only), SetupTcp, SetupShm and SetupVerbs (compute sessions only). SetupTcp is
 // answered with Ok, after which the socket belongs to the tcp data plane
 // (bytes the client pipelined behind SetupTcp go with it, and so do the
 // session's frame MAC keys when SetupTcp.frame_mac asked for them). SetupShm
@@ -60,6 +60,7 @@
 #include "memory/fence_table.h"
 #include "memory/region.h"
 #include "memory/shm_fd_server.h"
+#include "memory/verbs_server.h"
 #include "memory/tcp_data_plane.h"
 
 namespace pandora::memd {
@@ -86,7 +87,9 @@ class ControlServer {
   // Unsent replies above which a session is not read from until they drain.
   static constexpr size_t kMaxPendingOutput = 64u << 10;
 
-  ControlServer(Region& region, FenceTable& fences, TcpDataPlane& data_plane, ShmFdServer& shm,
+  // `verbs` may be null (no RDMA device): SetupVerbs is then refused with
+  // kUnsupported.
+  ControlServer(Region& region, FenceTable& fences, TcpDataPlane& data_plane, ShmFdServer& shm, VerbsServer* verbs,
                 uint64_t cluster_id, std::string secret, Logger log, ControlLimits limits = {});
   ~ControlServer();
   ControlServer(const ControlServer&) = delete;

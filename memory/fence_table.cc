@@ -150,6 +150,7 @@ Status FenceTable::fence(uint16_t compute_id) {
   else log_.info("fencing compute node {} again (already fenced)", compute_id);
 
   wait_for_quiescence();
+  if (revoker_) revoker_(compute_id);
 
   std::vector<ShmClient> victims;
   {

@@ -36,6 +36,12 @@
 //    mapping on (e.g. to a forked child) is the only one killed; (3) if the process does
 //    not exit within the bound (e.g. stuck in uninterruptible sleep), fence()
 //    returns kTimeout and the guarantee does not hold yet.
+//
+//  * verbs: the NIC executes the node's operations without the daemon, so
+//    the bit alone stops nothing. fence() calls the revoker (set by the
+//    verbs server, memory/verbs_server.h) after setting the bit, which
+//    deregisters the node's registration of the region: once that returns,
+//    the device refuses every operation of that node.
 #pragma once
 
 #include <sys/types.h>
@@ -43,6 +49,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -133,6 +140,10 @@ class FenceTable {
   // Registered shm processes still alive (prunes exited ones).
   size_t shm_clients();
 
+  // Called by fence() with the id, after the bit is set (verbs). Set once,
+  // before any fence can run.
+  void set_revoker(std::function<void(uint16_t)> revoke) { revoker_ = std::move(revoke); }
+
   // Blocking; see the file comment. Idempotent. Safe to call from any thread
   // except a data-plane thread. kInvalidArgument for id 0, kTimeout when a
   // killed shm client did not exit in time.
@@ -153,6 +164,7 @@ class FenceTable {
   Logger log_;
   std::unique_ptr<QuiescenceSlot[]> slots_;
   size_t nslots_;
+  std::function<void(uint16_t)> revoker_;
   std::mutex shm_mu_;
   std::vector<ShmClient> shm_;
   std::unique_ptr<std::atomic<uint32_t>[]> generations_{new std::atomic<uint32_t>[65536]()};

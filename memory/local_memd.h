@@ -97,7 +97,9 @@ struct LocalMemdOptions {
   std::vector<std::string> extra_args;
   // How long start() waits for the port file, and stop() for the exit after
   // SIGTERM, before giving up and killing the daemon.
-  std::chrono::milliseconds start_timeout{std::chrono::seconds(20)};
+  // A deadline, not a wait: generous because an ASan build inside the
+  // emulated Soft-RoCE VM on a loaded host took over 20 s to start.
+  std::chrono::milliseconds start_timeout{std::chrono::seconds(60)};
   std::chrono::milliseconds stop_timeout{std::chrono::seconds(20)};
 };
 

@@ -28,6 +28,7 @@
 #include "memory/region.h"
 #include "memory/shm_fd_server.h"
 #include "memory/tcp_data_plane.h"
+#include "memory/verbs_server.h"
 
 namespace pandora::memd {
 namespace {
@@ -131,6 +132,10 @@ void declare_options(OptionSet& opts, MemdConfig& cfg) {
   opts.add_u64("fd-heartbeat-us", &cfg.fd_heartbeat_us,
                "microseconds between heartbeats to the --fd-replicas (keep well below their timeout, 5 ms by default)",
                100, 1000000);
+  opts.add_choice("verbs", &cfg.verbs, {"auto", "on", "off"},
+                  "verbs (RDMA) data plane: auto serves it when this host has an RDMA device with an active port, on "
+                  "refuses to start without one (exit 8), off never opens a device");
+  cfg.rdma.declare(opts);
   opts.add_u64("exit-with-pid", &cfg.exit_with_pid,
                "shut down cleanly (as on SIGTERM) when process PID ends - for test harnesses and supervisors that "
                "must not leave daemons behind if they die (0: off)",
@@ -241,11 +246,31 @@ int run(const MemdConfig& cfg, const OptionSet& opts) {
     log.error("{}", s.message());
     return kExitIo;
   }
+  // The verbs data plane. Declared after the fence table (whose revoker
+  // it becomes) and before the control server (which hands it sessions).
+  std::unique_ptr<VerbsServer> verbs;
+  if (cfg.verbs != "off") {
+    Result<VerbsOptions> vo = cfg.rdma.to_options();
+    if (!vo) return usage_error(vo.status().message());
+    Result<std::unique_ptr<VerbsServer>> vs = VerbsServer::open(*vo, *region, fences, log.child("verbs"));
+    if (vs) {
+      verbs = std::move(vs).value();
+      fences.set_revoker([v = verbs.get()](uint16_t id) { v->revoke(id); });
+      log.info("verbs data plane on {}", verbs->device().describe());
+    } else if (cfg.verbs == "on" || vs.status().code() != Errc::kUnsupported) {
+      // Asked for, or a device is there but unusable: say so and stop.
+      log.error("verbs data plane: {}{}", vs.status().message(),
+                cfg.verbs == "on" ? "" : " (--verbs off runs without it)");
+      return kExitIo;
+    } else {
+      log.info("verbs data plane: off ({})", vs.status().message());
+    }
+  }
   ControlLimits limits;
   limits.handshake_timeout = std::chrono::milliseconds(cfg.handshake_timeout_ms);
   limits.max_handshakes = cfg.max_handshakes;
   limits.max_handshakes_per_peer = cfg.max_handshakes_per_peer;
-  ControlServer control(*region, fences, data_plane, shm, cfg.cluster_id, std::move(secret.value()),
+  ControlServer control(*region, fences, data_plane, shm, verbs.get(), cfg.cluster_id, std::move(secret.value()),
                         log.child("control"), limits);
   Result<Endpoint> bound = control.listen(*listen_ep);
   if (!bound) {

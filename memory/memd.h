@@ -6,7 +6,8 @@
 //   ... opts.parse(argc, argv, &msg) ...
 //   return run(cfg, opts);
 //
-// run() opens (or creates) the region, starts the tcp data plane and the
+// run() opens (or creates) the region, starts the tcp data plane, the verbs
+// data plane (when an RDMA device is there, see MemdConfig::verbs) and the
 // control server, writes the port file, heartbeats the failure-detector
 // replicas named by --fd-replicas (common/heartbeat_sender.h; kind memory,
 // id = node id) and serves until SIGTERM/SIGINT
@@ -20,6 +21,7 @@
 #include <string>
 
 #include "common/options.h"
+#include "common/transport/verbs_device.h"
 
 namespace pandora::memd {
 
@@ -44,6 +46,10 @@ struct MemdConfig {
   uint64_t handshake_timeout_ms = 3000;
   uint64_t max_handshakes = 1024;
   uint64_t max_handshakes_per_peer = 128;
+  // The verbs data plane: "auto" serves it when the host has an RDMA device
+  // with an active port, "on" requires one, "off" never opens a device.
+  std::string verbs = "auto";
+  VerbsFlags rdma;
 };
 
 // Binds every flag of pandora-memd to `cfg`.

@@ -13,6 +13,7 @@
 #include "common/transport/shm_connection.h"
 #include "common/transport/socket_util.h"
 #include "common/transport/tcp_connection.h"
+#include "common/transport/verbs_connection.h"
 
 namespace pandora {
 
@@ -79,6 +80,7 @@ std::string_view backend_name(Backend b) {
   switch (b) {
     case Backend::kShm: return "shm";
     case Backend::kTcp: return "tcp";
+    case Backend::kVerbs: return "verbs";
   }
   return "unknown";
 }
@@ -86,7 +88,8 @@ std::string_view backend_name(Backend b) {
 Result<Backend> parse_backend(std::string_view text) {
   if (text == "shm") return Backend::kShm;
   if (text == "tcp") return Backend::kTcp;
-  return Status(Errc::kInvalidArgument, fmt::format("unknown backend '{}' (expected shm or tcp)", text));
+  if (text == "verbs") return Backend::kVerbs;
+  return Status(Errc::kInvalidArgument, fmt::format("unknown backend '{}' (expected shm, tcp or verbs)", text));
 }
 
 Result<std::unique_ptr<ControlClient>> ControlClient::connect(const Endpoint& ep, const ClientIdentity& id,
@@ -198,7 +201,7 @@ Result<std::unique_ptr<Connection>> open_connection(const Endpoint& ep, const Cl
   if (id.role != wire::Role::kCompute) {
     return Status(Errc::kInvalidArgument, "data connections are for compute nodes; admin sessions use ControlClient");
   }
-  if (options.backend != Backend::kShm && options.backend != Backend::kTcp) {
+  if (options.backend != Backend::kShm && options.backend != Backend::kTcp && options.backend != Backend::kVerbs) {
     return Status(Errc::kInvalidArgument, "unknown backend");
   }
   auto control = ControlClient::connect(ep, id, options.connect_timeout);
@@ -213,6 +216,22 @@ Result<std::unique_ptr<Connection>> open_connection(const Endpoint& ep, const Cl
     if (options.frame_mac) keys = wire::frame_mac_keys(bytes_of(id.secret), cc.server_nonce(), cc.client_nonce());
     return std::unique_ptr<Connection>(
         new TcpConnection(net::UniqueFd(cc.release_fd()), cc.region(), options.op_timeout, keys));
+  }
+
+  if (options.backend == Backend::kVerbs) {
+    // Our queue pair first: if this host has no usable RDMA device, the
+    // daemon is never asked for anything.
+    Result<std::unique_ptr<VerbsConnection>> vc = VerbsConnection::create(options.verbs, cc.region());
+    if (!vc) return vc.status();
+    Result<wire::ControlMessage> reply = cc.call((*vc)->setup_request());
+    if (!reply) {
+      return Status(reply.status().code(),
+                    fmt::format("memory daemon at {}: {}", ep.to_string(), reply.status().message()));
+    }
+    const auto* info = std::get_if<wire::VerbsInfo>(&*reply);
+    if (info == nullptr) return unexpected_reply(*reply, "VerbsInfo");
+    if (Status s = (*vc)->connect(*info, net::UniqueFd(cc.release_fd())); !s) return s;
+    return std::unique_ptr<Connection>(std::move(vc).value());
   }
 
   Result<wire::ControlMessage> reply = cc.call(wire::SetupShm{});

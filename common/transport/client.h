@@ -19,14 +19,15 @@
 #include "common/endpoint.h"
 #include "common/status.h"
 #include "common/transport/transport.h"
+#include "common/transport/verbs_device.h"
 #include "common/wire/control.h"
 
 namespace pandora {
 
-enum class Backend : uint8_t { kShm = 1, kTcp = 2 };
+enum class Backend : uint8_t { kShm = 1, kTcp = 2, kVerbs = 3 };
 
 std::string_view backend_name(Backend b);
-Result<Backend> parse_backend(std::string_view text);  // "shm" | "tcp"
+Result<Backend> parse_backend(std::string_view text);  // "shm" | "tcp" | "verbs"
 
 struct ClientIdentity {
   uint64_t cluster_id = 0;
@@ -52,6 +53,8 @@ struct ConnectOptions {
   // keyed per connection), so a frame changed on the network is detected and
   // closes the connection. Costs one HMAC per frame on each side.
   bool frame_mac = false;
+  // verbs: which RDMA device, port, GID and MTU (discovered when left empty).
+  VerbsOptions verbs;
 };
 
 // A control-plane session (handshake done). Blocking, one request at a time.
@@ -94,7 +97,8 @@ class ControlClient {
 };
 
 // Opens one data connection of options.backend to the daemon at `ep`
-// (options.frame_mac is negotiated for tcp and ignored by shm).
+// (options.frame_mac is negotiated for tcp and ignored by shm and verbs;
+// options.verbs is used by verbs only).
 Result<std::unique_ptr<Connection>> open_connection(const Endpoint& ep, const ClientIdentity& id,
                                                     const ConnectOptions& options);
 

@@ -39,6 +39,8 @@ const char* type_name(ControlType t) {
     case ControlType::kRegionInfoRequest: return "RegionInfoRequest";
     case ControlType::kRegionInfoReply: return "RegionInfoReply";
     case ControlType::kUnfence: return "Unfence";
+    case ControlType::kSetupVerbs: return "SetupVerbs";
+    case ControlType::kVerbsInfo: return "VerbsInfo";
   }
   return nullptr;
 }
@@ -51,7 +53,18 @@ class Writer {
   void u16(uint16_t v) { put(v, 2); }
   void u32(uint32_t v) { put(v, 4); }
   void u64(uint64_t v) { put(v, 8); }
-  void bytes(const std::array<uint8_t, 32>& a) { out_.append(reinterpret_cast<const char*>(a.data()), a.size()); }
+  template <size_t N>
+  void bytes(const std::array<uint8_t, N>& a) {
+    out_.append(reinterpret_cast<const char*>(a.data()), a.size());
+  }
+  void qp(const QpAddress& q) {
+    u32(q.qpn);
+    u32(q.psn);
+    bytes(q.gid);
+    u16(q.lid);
+    u8(q.mtu);
+    u8(q.link_layer);
+  }
   void label(std::string_view l) { out_.append(l); }
   // Strings longer than the wire allows are cut at kMaxControlString: an
   // encoder cannot fail, and the only long strings are error messages (a
@@ -91,8 +104,25 @@ class Reader {
   void u16(uint16_t& v) { v = static_cast<uint16_t>(get(2)); }
   void u32(uint32_t& v) { v = static_cast<uint32_t>(get(4)); }
   void u64(uint64_t& v) { v = get(8); }
-  void bytes(std::array<uint8_t, 32>& a) {
+  template <size_t N>
+  void bytes(std::array<uint8_t, N>& a) {
     if (const uint8_t* p = take(a.size())) std::copy(p, p + a.size(), a.begin());
+  }
+  // Checked here so no consumer sees an address the verbs layer would
+  // misread: 24-bit QPN and PSN, a known MTU and link layer.
+  void qp(QpAddress& q) {
+    u32(q.qpn);
+    u32(q.psn);
+    bytes(q.gid);
+    u16(q.lid);
+    u8(q.mtu);
+    u8(q.link_layer);
+    if (q.qpn == 0 || q.qpn > 0xffffff) fail(fmt::format("queue pair number {} is not a 24-bit QPN", q.qpn));
+    if (q.psn > 0xffffff) fail(fmt::format("packet sequence number {} exceeds 24 bits", q.psn));
+    if (q.mtu < 1 || q.mtu > 5) fail(fmt::format("MTU code {} is not 1..5 (256..4096 bytes)", q.mtu));
+    if (q.link_layer != 1 && q.link_layer != 2) {
+      fail(fmt::format("link layer {} is neither 1 (InfiniBand) nor 2 (Ethernet)", q.link_layer));
+    }
   }
   void str(std::string& s, const char* field) {
     uint16_t n = 0;
@@ -194,6 +224,16 @@ void encode_body(Writer& w, const StatsReply& m) {
 void encode_body(Writer&, const RegionInfoRequest&) {}
 void encode_body(Writer& w, const RegionInfoReply& m) { w.region(m.region); }
 void encode_body(Writer& w, const Unfence& m) { w.u16(m.compute_id); }
+void encode_body(Writer& w, const SetupVerbs& m) {
+  w.qp(m.qp);
+  w.u8(m.max_rd_atomic);
+}
+void encode_body(Writer& w, const VerbsInfo& m) {
+  w.qp(m.qp);
+  w.u32(m.rkey);
+  w.u64(m.base_va);
+  w.u8(m.max_rd_atomic);
+}
 
 void decode_body(Reader& r, ServerHello& m) {
   r.u16(m.protocol_version);
@@ -256,6 +296,18 @@ void decode_body(Reader& r, StatsReply& m) {
 void decode_body(Reader&, RegionInfoRequest&) {}
 void decode_body(Reader& r, RegionInfoReply& m) { r.region(m.region); }
 void decode_body(Reader& r, Unfence& m) { r.u16(m.compute_id); }
+void decode_body(Reader& r, SetupVerbs& m) {
+  r.qp(m.qp);
+  r.u8(m.max_rd_atomic);
+  if (m.max_rd_atomic == 0) r.fail("max_rd_atomic 0: a queue pair must allow at least one READ in flight");
+}
+void decode_body(Reader& r, VerbsInfo& m) {
+  r.qp(m.qp);
+  r.u32(m.rkey);
+  r.u64(m.base_va);
+  r.u8(m.max_rd_atomic);
+  if (m.max_rd_atomic == 0) r.fail("max_rd_atomic 0: a queue pair must allow at least one READ in flight");
+}
 
 template <typename M>
 Result<ControlMessage> decode_as(std::span<const uint8_t> body) {
@@ -276,11 +328,12 @@ Result<ControlMessage> decode_as(std::span<const uint8_t> body) {
 
 ControlType control_type(const ControlMessage& m) {
   // The variant's alternatives are listed in ControlType order, starting at 1.
-  static_assert(std::variant_size_v<ControlMessage> == static_cast<size_t>(ControlType::kUnfence));
+  static_assert(std::variant_size_v<ControlMessage> == static_cast<size_t>(ControlType::kVerbsInfo));
   static_assert(std::is_same_v<std::variant_alternative_t<0, ControlMessage>, ServerHello>);
   static_assert(std::is_same_v<std::variant_alternative_t<7, ControlMessage>, ShmInfo>);
   static_assert(std::is_same_v<std::variant_alternative_t<12, ControlMessage>, RegionInfoReply>);
   static_assert(std::is_same_v<std::variant_alternative_t<13, ControlMessage>, Unfence>);
+  static_assert(std::is_same_v<std::variant_alternative_t<15, ControlMessage>, VerbsInfo>);
   return static_cast<ControlType>(m.index() + 1);
 }
 
@@ -345,6 +398,8 @@ Result<ControlMessage> decode_control(std::span<const uint8_t> frame) {
     case ControlType::kRegionInfoRequest: return decode_as<RegionInfoRequest>(body);
     case ControlType::kRegionInfoReply: return decode_as<RegionInfoReply>(body);
     case ControlType::kUnfence: return decode_as<Unfence>(body);
+    case ControlType::kSetupVerbs: return decode_as<SetupVerbs>(body);
+    case ControlType::kVerbsInfo: return decode_as<VerbsInfo>(body);
   }
   return protocol_error(fmt::format("unknown control message type {}", type));
 }

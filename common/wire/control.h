@@ -38,6 +38,8 @@
 // per-frame MAC when SetupTcp.frame_mac is set (keys: frame_mac_keys);
 // `SetupShm` returns what a same-host client needs to obtain the region's
 // file descriptor (never its path: see ShmInfo and common/wire/shm_handoff.h).
+// `SetupVerbs` exchanges queue pair addresses and the region's rkey (see
+// VerbsInfo).
 //
 // What this does not protect: after the login the data plane is neither
 // authenticated (unless frame MACs are on) nor encrypted, like RDMA. The
@@ -69,7 +71,8 @@ inline constexpr uint32_t kControlMagic = 0x4c544350;  // "PCTL"
 // file's device and inode instead of the region's path.
 // 3: mutual authentication (client nonce, HelloOk.mac), incarnation,
 // SetupTcp.frame_mac, StatsReply.bad_frame_macs.
-inline constexpr uint16_t kControlVersion = 3;
+// 4: SetupVerbs / VerbsInfo (the verbs data plane).
+inline constexpr uint16_t kControlVersion = 4;
 inline constexpr uint32_t kControlHeaderBytes = 12;
 inline constexpr uint32_t kMaxControlBody = 64 * 1024;
 inline constexpr size_t kMaxControlString = 4096;
@@ -94,6 +97,8 @@ enum class ControlType : uint16_t {
   kRegionInfoRequest = 12,
   kRegionInfoReply = 13,
   kUnfence = 14,
+  kSetupVerbs = 15,
+  kVerbsInfo = 16,
 };
 
 using Nonce = std::array<uint8_t, 32>;
@@ -184,6 +189,45 @@ struct Unfence {
   uint16_t compute_id = 0;
 };
 
+// One end of an RDMA RC queue pair, as the other end needs it to connect
+// (common/transport/verbs_device.h). `mtu` is an ibv_mtu value (1..5 =
+// 256..4096 bytes): each side sends its port's active MTU and both use the
+// smaller. `gid` is all zero on InfiniBand without a GRH (then `lid`
+// addresses the port); on RoCE it is the GID both sides route by.
+struct QpAddress {
+  uint32_t qpn = 0;   // 24 bits
+  uint32_t psn = 0;   // 24 bits: the first packet sequence number this end sends
+  std::array<uint8_t, 16> gid{};
+  uint16_t lid = 0;
+  uint8_t mtu = 0;
+  uint8_t link_layer = 0;  // 1 InfiniBand, 2 Ethernet (RoCE): both ends must agree
+};
+
+// Compute sessions only: asks for a verbs data plane. The client has
+// created its queue pair (state INIT) and describes it; the daemon creates
+// its own, connects it to the client's and answers with VerbsInfo, after
+// which the client connects its queue pair and uses one-sided READ, WRITE,
+// CAS and FAA on the region. The session stays a control session: its end
+// destroys the daemon's queue pair. `max_rd_atomic` is how many READs and
+// atomics the client keeps in flight; the daemon grants at most what its
+// device allows.
+struct SetupVerbs {
+  QpAddress qp;
+  uint8_t max_rd_atomic = 0;
+};
+
+// The reply to SetupVerbs. The compute node's accessible range
+// [data_offset, region_size) is registered for it alone under `rkey`, at
+// virtual address `base_va` + data_offset (so region offset x is remote
+// address base_va + x). Fencing deregisters it: the rkey then fails every
+// access with a remote access error, which the client reports as kFenced.
+struct VerbsInfo {
+  QpAddress qp;
+  uint32_t rkey = 0;
+  uint64_t base_va = 0;
+  uint8_t max_rd_atomic = 0;  // what the daemon's queue pair accepts
+};
+
 struct RegionInfoRequest {};
 struct RegionInfoReply {
   RegionInfo region;
@@ -191,7 +235,7 @@ struct RegionInfoReply {
 
 using ControlMessage =
     std::variant<ServerHello, Hello, HelloOk, Error, Ok, SetupTcp, SetupShm, ShmInfo, Fence,
-                 StatsRequest, StatsReply, RegionInfoRequest, RegionInfoReply, Unfence>;
+                 StatsRequest, StatsReply, RegionInfoRequest, RegionInfoReply, Unfence, SetupVerbs, VerbsInfo>;
 
 ControlType control_type(const ControlMessage& m);
 

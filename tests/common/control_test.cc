@@ -36,6 +36,17 @@ std::array<uint8_t, 32> sample_token() {
   return t;
 }
 
+QpAddress sample_qp() {
+  QpAddress q;
+  q.qpn = 0x123456;
+  q.psn = 0xabcdef;
+  for (size_t i = 0; i < q.gid.size(); ++i) q.gid[i] = static_cast<uint8_t>(0x10 + i);
+  q.lid = 0x0203;
+  q.mtu = 5;
+  q.link_layer = 2;
+  return q;
+}
+
 RegionInfo sample_region() {
   RegionInfo r;
   r.cluster_id = 0x0123456789ABCDEF;
@@ -91,6 +102,8 @@ std::vector<ControlMessage> samples() {
       RegionInfoRequest{},
       RegionInfoReply{sample_region()},
       Unfence{9},
+      SetupVerbs{sample_qp(), 16},
+      VerbsInfo{sample_qp(), 0x1234abcd, 0x7f0012340000ull, 8},
   };
 }
 
@@ -99,7 +112,7 @@ TEST(Control, TypeNumbersAreStable) {
       {ServerHello{}, 1}, {Hello{}, 2},      {HelloOk{}, 3},     {Error{}, 4},
       {Ok{}, 5},          {SetupTcp{}, 6},   {SetupShm{}, 7},    {ShmInfo{}, 8},
       {Fence{}, 9},       {StatsRequest{}, 10}, {StatsReply{}, 11}, {RegionInfoRequest{}, 12},
-      {RegionInfoReply{}, 13}, {Unfence{}, 14},
+      {RegionInfoReply{}, 13}, {Unfence{}, 14}, {SetupVerbs{}, 15}, {VerbsInfo{}, 16},
   };
   for (const auto& [m, type] : cases) {
     EXPECT_EQ(static_cast<uint16_t>(control_type(m)), type);
@@ -111,8 +124,9 @@ TEST(Control, TypeNumbersAreStable) {
 
 TEST(Control, HeaderLayout) {
   const std::string s = encoded(Fence{0x0102});
-  // Version 3: mutual login; version 2: ShmInfo hands out a socket and a token.
-  const std::string expect("PCTL\x03\x00\x09\x00\x02\x00\x00\x00\x02\x01", 14);
+  // Version 4: verbs set-up; 3: mutual login; 2: ShmInfo hands out a socket
+  // and a token.
+  const std::string expect("PCTL\x04\x00\x09\x00\x02\x00\x00\x00\x02\x01", 14);
   EXPECT_EQ(s, expect);
 }
 
@@ -265,7 +279,7 @@ TEST(Control, BadMagicVersionAndSize) {
 }
 
 TEST(Control, UnknownTypesAreErrors) {
-  for (uint16_t type : {uint16_t{0}, uint16_t{15}, uint16_t{0x100}, uint16_t{0xFFFF}}) {
+  for (uint16_t type : {uint16_t{0}, uint16_t{17}, uint16_t{0x100}, uint16_t{0xFFFF}}) {
     std::string s = encoded(Ok{});
     put16(s, 6, type);
     Result<ControlMessage> d = decode_control(bytes(s));
@@ -299,6 +313,38 @@ TEST(Control, InvalidEnumValuesAreErrors) {
   std::string s = encoded(ShmInfo{"/p", {}, 1, 0, 0, true});
   s.back() = 2;
   EXPECT_FALSE(decode_control(bytes(s)).is_ok());
+}
+
+TEST(Control, QueuePairAddressesAreChecked) {
+  // The daemon hands these to ibv_modify_qp: out-of-range values must never
+  // get that far.
+  auto refused = [](const QpAddress& q, std::string_view why) {
+    Result<ControlMessage> d = decode_control(bytes(encoded(SetupVerbs{q, 4})));
+    EXPECT_FALSE(d.is_ok()) << why;
+    if (!d.is_ok()) EXPECT_NE(d.status().message().find(why), std::string::npos) << d.status().to_string();
+    Result<ControlMessage> i = decode_control(bytes(encoded(VerbsInfo{q, 1, 2, 4})));
+    EXPECT_FALSE(i.is_ok()) << why;
+  };
+  QpAddress q = sample_qp();
+  q.qpn = 0;
+  refused(q, "queue pair number");
+  q.qpn = 0x1000000;
+  refused(q, "queue pair number");
+  q = sample_qp();
+  q.psn = 0x1000000;
+  refused(q, "24 bits");
+  q = sample_qp();
+  for (uint8_t mtu : {0, 6, 255}) {
+    q.mtu = mtu;
+    refused(q, "MTU");
+  }
+  q = sample_qp();
+  for (uint8_t ll : {0, 3}) {
+    q.link_layer = ll;
+    refused(q, "link layer");
+  }
+  EXPECT_FALSE(decode_control(bytes(encoded(SetupVerbs{sample_qp(), 0}))).is_ok()) << "max_rd_atomic 0";
+  EXPECT_TRUE(decode_control(bytes(encoded(SetupVerbs{sample_qp(), 1}))).is_ok());
 }
 
 TEST(Control, StringLimits) {
