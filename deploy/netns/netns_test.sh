@@ -111,6 +111,9 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
+# Interrupted: clean up as on any exit, and report it as a failure.
+trap 'echo "FAIL: interrupted" >&2; exit 143' TERM
+trap 'echo "FAIL: interrupted" >&2; exit 130' INT
 
 # wait_for SECONDS WHAT COMMAND...: polls COMMAND until it succeeds.
 wait_for() {
