@@ -189,32 +189,14 @@ if [[ "$cmd" == start && "$fd_replicas" -gt 0 && "$zookeeper" -eq 0 ]]; then
   die "--fd-replicas needs --zookeeper (the failure detector keeps its state in ZooKeeper)"
 fi
 
-# True when $1 is a live (not zombie) process.
-alive() {
-  local pid="$1" state
-  kill -0 "$pid" 2>/dev/null || return 1
-  state="$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || true)"
-  [[ -n "$state" && "$state" != "Z" && "$state" != "X" ]]
-}
+# shellcheck source=deploy/lib/cluster_common.sh
+source "$root/deploy/lib/cluster_common.sh"
 
-# True when $1 is a live process whose executable is pandora-memd (so a pid
-# recycled by an unrelated process is never signalled).
-is_memd_pid() {
-  local pid="$1" exe
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  alive "$pid" || return 1
-  exe="$(readlink "/proc/$pid/exe" 2>/dev/null || true)"
-  [[ "$(basename -- "${exe% (deleted)}")" == "pandora-memd" ]]
-}
-
-# True when $1 is a live pandora-fd process (pid not recycled).
-is_fd_pid() {
-  local pid="$1" exe
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  alive "$pid" || return 1
-  exe="$(readlink "/proc/$pid/exe" 2>/dev/null || true)"
-  [[ "$(basename -- "${exe% (deleted)}")" == "pandora-fd" ]]
-}
+alive() { proc_alive "$@"; }
+# Live pandora-memd / pandora-fd processes (so a pid recycled by an
+# unrelated process is never signalled).
+is_memd_pid() { proc_is_exe "$1" pandora-memd; }
+is_fd_pid() { proc_is_exe "$1" pandora-fd; }
 
 # FD replica indices recorded in DIR (from fd<i>.pid files).
 recorded_fds() {
@@ -229,24 +211,12 @@ recorded_fds() {
 
 # Stops the recorded pandora-fd replicas (SIGTERM, SIGKILL after 10 s).
 stop_fds() {
-  local i pid rc=0 deadline
+  local i rc=0
   local -a pids=()
   for i in $(recorded_fds); do
-    pid="$(cat "$dir/fd$i.pid" 2>/dev/null || true)"
-    if is_fd_pid "$pid"; then
-      kill -TERM "$pid" 2>/dev/null || true
-      pids+=("$pid")
-    fi
+    pids+=("$(cat "$dir/fd$i.pid" 2>/dev/null || true)")
   done
-  deadline=$((SECONDS + 10))
-  for pid in "${pids[@]}"; do
-    while is_fd_pid "$pid" && [[ $SECONDS -lt $deadline ]]; do sleep 0.05; done
-    if is_fd_pid "$pid"; then
-      echo "cluster.sh: pandora-fd pid $pid did not exit after SIGTERM within 10 s; sending SIGKILL" >&2
-      kill -KILL "$pid" 2>/dev/null || true
-      rc=1
-    fi
-  done
+  stop_pids "cluster.sh: pandora-fd pid" is_fd_pid ${pids[@]+"${pids[@]}"} || rc=1
   for i in $(recorded_fds); do rm -f -- "$dir/fd$i.pid"; done
   return "$rc"
 }
@@ -272,24 +242,12 @@ recorded_nodes() {
 # Stops every recorded daemon; removes regions unless --keep. Returns 1 when a
 # daemon had to be SIGKILLed or did not exit cleanly.
 stop_memds() {
-  local i pid rc=0 deadline
+  local i rc=0
   local -a pids=()
   for i in $(recorded_nodes); do
-    pid="$(cat "$dir/node$i.pid" 2>/dev/null || true)"
-    if is_memd_pid "$pid"; then
-      kill -TERM "$pid" 2>/dev/null || true
-      pids+=("$pid")
-    fi
+    pids+=("$(cat "$dir/node$i.pid" 2>/dev/null || true)")
   done
-  deadline=$((SECONDS + 10))
-  for pid in "${pids[@]}"; do
-    while is_memd_pid "$pid" && [[ $SECONDS -lt $deadline ]]; do sleep 0.05; done
-    if is_memd_pid "$pid"; then
-      echo "cluster.sh: pid $pid did not exit after SIGTERM within 10 s; sending SIGKILL" >&2
-      kill -KILL "$pid" 2>/dev/null || true
-      rc=1
-    fi
-  done
+  stop_pids "cluster.sh: pid" is_memd_pid ${pids[@]+"${pids[@]}"} || rc=1
   for i in $(recorded_nodes); do
     if [[ $keep -eq 0 && -f "$dir/node$i.region" ]]; then
       rm -f -- "$(cat "$dir/node$i.region")"
@@ -311,10 +269,6 @@ stop_all() {
   stop_memds || rc=1
   stop_zk || rc=1
   return "$rc"
-}
-
-random_hex() {  # random_hex BYTES
-  od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'
 }
 
 start_all() {
@@ -346,20 +300,8 @@ start_all() {
   # user only: anyone who can read the secret can join the cluster.
   (umask 077 && mkdir -p "$region_dir")
   [[ -O "$region_dir" ]] || die "$region_dir is not owned by $user; choose another --region-dir"
-  if [[ ! -s "$dir/secret" ]]; then
-    (umask 077 && random_hex 32 >"$dir/secret")
-  fi
-  chmod 600 "$dir/secret"
-  if [[ -z "$cluster_id" ]]; then
-    # Keep the recorded id so a restart finds its regions acceptable.
-    if [[ -s "$dir/cluster_id" ]]; then
-      cluster_id="$(cat "$dir/cluster_id")"
-    else
-      # 0 is not a valid cluster id; a leading 1 rules it out.
-      cluster_id="0x1$(random_hex 6)"
-    fi
-  fi
-  echo "$cluster_id" >"$dir/cluster_id"
+  ensure_cluster_secret "$dir"
+  cluster_id="$(ensure_cluster_id "$dir" "$cluster_id")"
   echo "$region_dir" >"$dir/region_dir"
 
   # Regions on /dev/shm are not persistent memory; PMDK is told to treat them
@@ -383,28 +325,10 @@ start_all() {
   local deadline=$((SECONDS + 30)) port endpoints=""
   for ((i = 1; i <= nodes; i++)); do
     pid="$(cat "$dir/node$i.pid")"
-    while [[ ! -s "$dir/node$i.port" ]]; do
-      if ! alive "$pid"; then
-        echo "cluster.sh: node$i (pid $pid) exited during start-up; its log ($dir/node$i.log):" >&2
-        tail -n 20 "$dir/node$i.log" >&2 || true
-        stop_all || true
-        exit 1
-      fi
-      if [[ $SECONDS -ge $deadline ]]; then
-        echo "cluster.sh: node$i (pid $pid) did not write its port file within 30 s; log:" >&2
-        tail -n 20 "$dir/node$i.log" >&2 || true
-        stop_all || true
-        exit 1
-      fi
-      sleep 0.05
-    done
-    # The port file may be observed mid-write; re-read until it is a number.
-    port="$(tr -d '[:space:]' <"$dir/node$i.port")"
-    while ! [[ "$port" =~ ^[0-9]+$ ]]; do
-      [[ $SECONDS -lt $deadline ]] || { stop_all || true; die "node$i port file holds '$port'"; }
-      sleep 0.05
-      port="$(tr -d '[:space:]' <"$dir/node$i.port")"
-    done
+    if ! port="$(wait_port_file "cluster.sh: node$i" "$pid" "$dir/node$i.port" "$dir/node$i.log" "$deadline")"; then
+      stop_all || true
+      exit 1
+    fi
     echo "$port" >"$dir/node$i.port"
     endpoints+="${endpoints:+,}127.0.0.1:$port"
     echo "==> node$i: pid $pid, 127.0.0.1:$port, region $region_dir/node$i.pm"

@@ -13,6 +13,7 @@
 #   zk<i>/      its dataDir (zk<i>/data) and dataLogDir (zk<i>/txlog): the
 #               transaction log is on disk, as deployed
 #   zk_connect  127.0.0.1:P1,127.0.0.1:P2,... (ZkOptions::hosts)
+#   host        the address the servers bind (--host; 127.0.0.1 by default)
 #   watchdog.pid  with --exit-with-pid: stops the servers when that pid ends
 set -euo pipefail
 
@@ -30,8 +31,8 @@ usage() {
 Usage: bash deploy/local/zookeeper.sh start|stop|status|kill|restart --dir DIR [options]
 
 Runs a ZooKeeper ensemble of N servers (the Debian 'zookeeper' package, one
-java process each) on 127.0.0.1 only, with client, quorum and election ports
-chosen free on loopback by this script. The client connect string is written
+java process each) on 127.0.0.1 only (or on the --host address), with
+client, quorum and election ports chosen free on that address by this script. The client connect string is written
 to DIR/zk_connect.
 
 Commands:
@@ -57,6 +58,10 @@ Options:
                        busy-polls on the same few cores otherwise starves
                        them into losing the quorum (seen on 2 cores)   [0]
   --exit-with-pid PID  start: a watchdog stops the ensemble when PID ends
+  --host ADDR          start: the IPv4 address every server binds (client,
+                       quorum and election ports), kept for status and
+                       restart; an address of this host, e.g. inside a
+                       network namespace (deploy/netns/netns.sh)  [127.0.0.1]
   --server I           kill/restart: which server (1..N)
   --keep-data          stop: keep DIR/zk<i>/ (default: remove them)
   -h, --help           this help
@@ -86,6 +91,7 @@ exit_with_pid=""
 server=""
 keep_data=0
 nice_value=0
+host=127.0.0.1
 
 need_value() { [[ $# -ge 2 && -n "$2" ]] || die "option $1 needs a value"; }
 while [[ $# -gt 0 ]]; do
@@ -99,6 +105,7 @@ while [[ $# -gt 0 ]]; do
     --keep-data) keep_data=1; shift ;;
     --nice) need_value "$@"; nice_value="$2"; shift 2 ;;
     --no-fsync) force_sync=no; shift ;;
+    --host) need_value "$@"; host="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown option '$1'" ;;
   esac
@@ -111,12 +118,20 @@ done
 [[ "$nice_value" =~ ^-?[0-9]+$ && "$nice_value" -ge -20 && "$nice_value" -le 19 ]] ||
   die "--nice must be -20..19, got '$nice_value'"
 [[ "$nice_value" -ge 0 || "$(id -u)" -eq 0 ]] || die "--nice $nice_value (a higher priority) needs root"
+# A dotted quad only: the value goes into the server configurations.
+[[ "$host" =~ ^([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})$ ]] &&
+  ((10#${BASH_REMATCH[1]} <= 255 && 10#${BASH_REMATCH[2]} <= 255 && 10#${BASH_REMATCH[3]} <= 255 && 10#${BASH_REMATCH[4]} <= 255)) ||
+  die "--host must be an IPv4 address, got '$host'"
 [[ -z "$exit_with_pid" || "$exit_with_pid" =~ ^[1-9][0-9]*$ ]] || die "--exit-with-pid needs a pid, got '$exit_with_pid'"
 if [[ "$cmd" == start ]]; then
   mkdir -p -- "$dir"
 fi
 [[ -d "$dir" ]] || die "no directory $dir (nothing was started there)"
 dir="$(cd -- "$dir" && pwd -P)"
+# status, kill, restart and the watchdog talk to the address start chose.
+if [[ "$cmd" != start && -s "$dir/host" ]]; then
+  host="$(cat "$dir/host")"
+fi
 
 # True when $1 is a live (not zombie) process.
 alive() {
@@ -156,14 +171,14 @@ recorded_servers() {
   done | sort -n
 }
 
-# Sends a four-letter word to 127.0.0.1:$1; prints the answer (empty on failure).
+# Sends a four-letter word to $host:$1; prints the answer (empty on failure).
 four_letter() {
   local port="$1" word="$2"
-  python3 - "$port" "$word" <<'PY' 2>/dev/null || true
+  python3 - "$host" "$port" "$word" <<'PY' 2>/dev/null || true
 import socket, sys
 try:
-    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1.0)
-    s.sendall(sys.argv[2].encode())
+    s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=1.0)
+    s.sendall(sys.argv[3].encode())
     out = b""
     while True:
         b = s.recv(4096)
@@ -184,15 +199,15 @@ server_mode() {
   echo "${mode:-down}"
 }
 
-# Free loopback ports: binds $1 sockets to 127.0.0.1:0 at once (so they are
+# Free ports on $host: binds $1 sockets to $host:0 at once (so they are
 # distinct), prints them and closes them.
 free_ports() {
-  python3 - "$1" <<'PY'
+  python3 - "$1" "$host" <<'PY'
 import socket, sys
 socks = []
 for _ in range(int(sys.argv[1])):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind(("127.0.0.1", 0))
+    s.bind((sys.argv[2], 0))
     socks.append(s)
 print(" ".join(str(s.getsockname()[1]) for s in socks))
 for s in socks:
@@ -350,26 +365,26 @@ case "$cmd" in
     for i in $(recorded_servers); do
       rm -rf -- "${dir:?}/zk$i" "$dir/zk$i.cfg" "$dir/zk$i.port" "$dir/zk$i.pid" "$dir/zk$i.log"
     done
-    rm -f -- "$dir/zk_connect" "$dir/watchdog.pid"
+    rm -f -- "$dir/zk_connect" "$dir/watchdog.pid" "$dir/host"
 
     read -r -a ports <<<"$(free_ports $((3 * servers)))"
-    [[ "${#ports[@]}" -eq $((3 * servers)) ]] || die "could not pick $((3 * servers)) free loopback ports"
+    [[ "${#ports[@]}" -eq $((3 * servers)) ]] || die "could not pick $((3 * servers)) free ports on $host"
     server_lines=""
     for ((i = 1; i <= servers; i++)); do
-      server_lines+="server.$i=127.0.0.1:${ports[$((3 * (i - 1) + 1))]}:${ports[$((3 * (i - 1) + 2))]}"$'\n'
+      server_lines+="server.$i=$host:${ports[$((3 * (i - 1) + 1))]}:${ports[$((3 * (i - 1) + 2))]}"$'\n'
     done
     connect=""
     for ((i = 1; i <= servers; i++)); do
       client_port="${ports[$((3 * (i - 1)))]}"
       cat >"$dir/zk$i.cfg" <<CFG
-# Written by deploy/local/zookeeper.sh: server $i of $servers, loopback only.
+# Written by deploy/local/zookeeper.sh: server $i of $servers, on $host only.
 tickTime=$tick_ms
 initLimit=10
 syncLimit=5
 dataDir=$dir/zk$i/data
 dataLogDir=$dir/zk$i/txlog
 clientPort=$client_port
-clientPortAddress=127.0.0.1
+clientPortAddress=$host
 maxClientCnxns=0
 admin.enableServer=false
 4lw.commands.whitelist=srvr,ruok,mntr,stat
@@ -379,10 +394,11 @@ quorumListenOnAllIPs=false
 ${server_lines}
 CFG
       echo "$client_port" >"$dir/zk$i.port"
-      connect+="${connect:+,}127.0.0.1:$client_port"
+      connect+="${connect:+,}$host:$client_port"
     done
     echo "$connect" >"$dir/zk_connect"
     echo "$nice_value" >"$dir/nice"
+    echo "$host" >"$dir/host"
 
     started_at=$SECONDS
     for ((i = 1; i <= servers; i++)); do
