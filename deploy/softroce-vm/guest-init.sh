@@ -102,6 +102,11 @@ if [ -n "${SHARE:-}" ]; then
   mkdir -p "/host$SHARE" 2>/dev/null
   mount -t 9p -o "$p9opts" share "/host$SHARE" || fail 92 "mounting the share at $SHARE failed"
 fi
+if [ -n "${PROJECT:-}" ]; then
+  # run.sh's own checkout, when it lies under /tmp, /run or /dev/shm.
+  mkdir -p "/host$PROJECT" 2>/dev/null
+  mount -t 9p -o "$p9opts,ro" project "/host$PROJECT" || fail 92 "mounting the checkout at $PROJECT failed"
+fi
 
 # 4. network and rxe0. QEMU's user-mode network is 10.0.2.0/24; the guest
 # takes the address its DHCP server would give (nothing else is contacted:
@@ -135,4 +140,5 @@ rc=$?
 echo "$rc" >/ctl/rc.tmp && mv /ctl/rc.tmp /ctl/rc
 stage done
 umount "/host$SHARE" 2>/dev/null
+[ -z "${PROJECT:-}" ] || umount "/host$PROJECT" 2>/dev/null
 halt_vm

@@ -380,6 +380,19 @@ prune_cache() {
 # --------------------------------------------------------------- the VM
 prepare
 
+# The guest puts fresh tmpfs on /tmp, /run and /dev/shm, hiding the host's:
+# a checkout there (a CI clone in /tmp, say) would vanish with them, and
+# with it the commands and binaries this harness is asked to run. Such a
+# checkout is shared on its own, read-only, at the same path.
+project=""
+repo_root="$(cd -- "$script_dir/../.." && pwd -P)"
+case "$repo_root/" in
+  /tmp/*|/run/*|/dev/shm/*)
+    [[ "$repo_root" =~ ^/[A-Za-z0-9._/@+-]+$ ]] ||
+      die "$EXIT_PREPARE" "the checkout $repo_root lies under a directory the VM replaces, and its path has characters the share cannot carry (only letters, digits and ._/@+-); move it elsewhere"
+    project="$repo_root" ;;
+esac
+
 ctl="$tmp/ctl"
 mkdir -p "$ctl"
 : >"$ctl/out"
@@ -388,6 +401,7 @@ GUEST_ADDR=$GUEST_ADDR
 GATEWAY_ADDR=$GATEWAY_ADDR
 GUEST_HOSTNAME=$GUEST_HOSTNAME
 SHARE='$share'
+PROJECT='$project'
 EOF
 {
   echo '#!/bin/bash'
@@ -415,6 +429,8 @@ qemu=(
   -virtfs "local,path=${ctl//,/,,},mount_tag=ctl,security_model=none"
 )
 [[ -z "$share" ]] || qemu+=(-virtfs "local,path=$share,mount_tag=share,security_model=none")
+[[ -z "$project" ]] ||
+  qemu+=(-virtfs "local,path=$project,mount_tag=project,security_model=none,readonly=on,multidevs=remap")
 
 say "booting the VM (TCG, $cpus CPU(s), $memory_mib MiB, timeout ${timeout_s} s)"
 start_ns="$(date +%s%N)"
