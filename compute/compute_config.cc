@@ -1,5 +1,7 @@
 #include "compute/compute_config.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -199,6 +201,10 @@ void ComputeFlags::declare(OptionSet& opts) {
   opts.add_string("zk-root", &zk_root, "with --zookeeper: the cluster's ZooKeeper path");
   opts.add_u64("fd-heartbeat-us", &fd_heartbeat_us, "with --zookeeper: heartbeat period in microseconds", 100,
                1000000);
+  opts.add_string("push-listen", &push_listen,
+                  "with --zookeeper: the numeric address this node receives the failure detector's failed-pid "
+                  "pushes on (the registry records it for the leader); loopback suits one host, give the node's "
+                  "own address when pandora-fd runs on another host or network namespace");
   opts.add_flag("frame-mac", &frame_mac,
                 "tcp: put a MAC (HMAC-SHA256, per-connection key) on every data-plane frame, so frames changed on "
                 "the network are detected; costs throughput (README, Security)");
@@ -220,6 +226,16 @@ Result<ComputeConfig> ComputeFlags::resolve() const {
   c.zookeeper = zookeeper;
   c.zk_root = zk_root;
   c.fd_heartbeat = std::chrono::microseconds(fd_heartbeat_us);
+  {
+    in6_addr probe6{};
+    in_addr probe4{};
+    if (::inet_pton(AF_INET, push_listen.c_str(), &probe4) != 1 &&
+        ::inet_pton(AF_INET6, push_listen.c_str(), &probe6) != 1) {
+      return Status(Errc::kInvalidArgument,
+                    fmt::format("--push-listen '{}' must be a numeric IPv4 or IPv6 address", push_listen));
+    }
+    c.push_host = push_listen;
+  }
   if (zookeeper.empty()) {
     if (c.memory_nodes.empty()) return Status(Errc::kInvalidArgument, "--memory-nodes is required (or --zookeeper)");
     if (compute_id == 0 || compute_id > 65535) {

@@ -101,6 +101,9 @@ struct ComputeConfig {
   std::string zookeeper;                   // "HOST:PORT,..." or empty
   std::string zk_root = "/pandora";
   std::chrono::microseconds fd_heartbeat{1000};
+  // Where this node listens for the FD leader's failed-pid pushes (numeric
+  // address; the registry records it for the leader).
+  std::string push_host = "127.0.0.1";
 
   // Every coordinator of the node, across threads. Also the coordinator
   // field of this node's latch words, so it must fit the lane map.
@@ -136,13 +139,15 @@ struct ComputeFlags {
   std::string zookeeper;
   std::string zk_root = "/pandora";
   uint64_t fd_heartbeat_us = 1000;
+  std::string push_listen = "127.0.0.1";
   bool frame_mac = false;
   VerbsFlags rdma;
 
   // Declares --memory-nodes, --cluster-id, --secret-file, --compute-id,
   // --backend, --replicas, --threads, --coordinators, --protocol, --bug,
   // --op-timeout-ms, --shards, --lane-bytes, --zookeeper, --zk-root,
-  // --fd-heartbeat-us, --frame-mac and the --rdma-* flags of verbs.
+  // --fd-heartbeat-us, --push-listen, --frame-mac and the --rdma-* flags of
+  // verbs.
   void declare(OptionSet& opts);
   // Parses the lists, reads the secret file, validates. With --zookeeper,
   // compute_id and lane_slot are left for the registry to assign (and

@@ -61,6 +61,7 @@ Result<std::unique_ptr<Membership>> Membership::join(const MembershipOptions& gi
     lo.secret = o.secret;
     lo.pid = m->record_.pid;
     lo.heartbeat_period = o.heartbeat_period;
+    lo.push_bind = Endpoint{o.push_host, 0};
     // Heartbeat every replica from the first moment: replicas start
     // watching this pid as soon as its record names a push endpoint.
     if (auto reps = m->registry_->replicas()) {
@@ -72,7 +73,7 @@ Result<std::unique_ptr<Membership>> Membership::join(const MembershipOptions& gi
     m->link_ = std::move(*link);
     // Where the leader pushes failed pids: recorded after the link chose
     // its port (one more ZooKeeper write at start-up, none later).
-    m->record_.push = Endpoint{"127.0.0.1", m->link_->push_port()};
+    m->record_.push = Endpoint{o.push_host, m->link_->push_port()};
     Status s;
     for (int attempt = 0; attempt < 5; ++attempt) {
       s = m->registry_->zk().set(m->registry_->path(fmt::format("compute/{}", m->record_.pid)),
@@ -352,6 +353,7 @@ Result<std::unique_ptr<Membership>> join_as_compute_node(ComputeConfig& c, const
   o.role = MemberRole::kCompute;
   o.lanes = c.lanes_needed();
   o.heartbeat_period = c.fd_heartbeat;
+  o.push_host = c.push_host;
   auto m = Membership::join(o, logger);
   if (!m) return m.status();
   const ClusterRecord& cr = (*m)->registry().cluster();

@@ -43,6 +43,10 @@ struct MembershipOptions {
   uint32_t lanes = 1;  // lanes to lease (ComputeConfig::lanes_needed())
   std::chrono::microseconds heartbeat_period{1000};
   bool heartbeats = true;  // kFd members (the FD leader's data plane) send none
+  // The numeric address the push listener binds and the registry records
+  // for the leader's failed-pid pushes: loopback on one host; the node's
+  // own address when the leader runs elsewhere (--push-listen).
+  std::string push_host = "127.0.0.1";
 };
 
 class Membership {

@@ -112,8 +112,12 @@ Result<VerbsOptions> VerbsFlags::to_options() const {
     }
     o.gid_index = static_cast<int>(v);
   }
+  if (mtu != 0 && mtu != 256 && mtu != 512 && mtu != 1024 && mtu != 2048 && mtu != 4096) {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("--rdma-mtu {} must be 256, 512, 1024, 2048 or 4096 (0: the port's active MTU)", mtu));
+  }
   if (Status s = o.validate(); !s) {
-    return Status(Errc::kInvalidArgument, fmt::format("--rdma-*: {}", s.message()));
+    return Status(Errc::kInvalidArgument, fmt::format("--rdma-device/--rdma-port: {}", s.message()));
   }
   return o;
 }

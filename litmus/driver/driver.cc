@@ -41,15 +41,12 @@ namespace {
 
 // The daemons a run starts when no --memory-nodes are given (regions on
 // /dev/shm, see memory/local_memd.h).
-LocalMemdOptions local_memd_options(const std::string& binary) {
+LocalMemdOptions local_memd_options(const std::string& binary, uint64_t log_size) {
   LocalMemdOptions o;
   o.binary = binary;
   o.cluster_id = 0x11775;
-  // 1 GiB of lanes at 2 KiB x 64 lanes per pid: 8192 pids, so long runs
-  // with many crashes never run out (pids are never reused). /dev/shm pages
-  // are only allocated when touched.
-  o.size = "1088M";
-  o.log_size = "1G";
+  o.size = std::to_string((log_size >> 20) + 64) + "M";
+  o.log_size = std::to_string(log_size >> 20) + "M";
   return o;
 }
 
@@ -57,7 +54,7 @@ LocalMemdOptions local_memd_options(const std::string& binary) {
 
 Status Driver::setup() {
   if (o_.memory_nodes.empty()) {
-    memds_.emplace(o_.nodes, local_memd_options(o_.memd_binary));
+    memds_.emplace(o_.nodes, local_memd_options(o_.memd_binary, o_.log_size));
     if (Status s = memds_->start(); !s) return s;
     base_.memory_nodes = memds_->endpoints();
     base_.cluster_id = memds_->cluster_id();

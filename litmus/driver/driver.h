@@ -91,6 +91,11 @@ struct Options {
   uint64_t cluster_id = 0;
   std::string secret_file;
   std::string memd_binary = PANDORA_LITMUS_MEMD_PATH;
+  // Log area of each daemon it starts (the region is 64 MiB more): 1 GiB
+  // holds 8192 pids' lanes at 2 KiB x 64, enough for long runs with many
+  // crashes (pids are never reused). Smaller suits a short run in a small
+  // VM (the Soft-RoCE VM's /dev/shm is 1 GiB).
+  uint64_t log_size = 1ull << 30;
   uint64_t nodes = 3;
   uint64_t replicas = 2;
   bool keep_going = false;

@@ -41,7 +41,7 @@ int litmus_main(int argc, char** argv) {
   opts.add_choice("test", &o.test, {"litmus1", "litmus1-insert", "litmus1-delete", "litmus2", "litmus3", "extended", "all"},
                   "which litmus test(s) the instances run");
   opts.add_choice("protocol", &o.protocol, {"pandora", "ford", "log-a-latch"}, "transaction protocol");
-  opts.add_choice("backend", &o.backend, {"shm", "tcp"}, "data-plane transport");
+  opts.add_choice("backend", &o.backend, {"shm", "tcp", "verbs"}, "data-plane transport");
   opts.add_string("bug", &o.bug, "test-only bug switches, comma separated (Debug builds): complicit-abort, "
                                  "missing-insert-log, covert-latches, relaxed-latches, lost-decision, "
                                  "logging-without-latching");
@@ -72,6 +72,10 @@ int litmus_main(int argc, char** argv) {
   opts.add_u64("cluster-id", &o.cluster_id, "with --memory-nodes: their cluster id");
   opts.add_string("secret-file", &o.secret_file, "with --memory-nodes: the cluster secret");
   opts.add_string("memd-binary", &o.memd_binary, "pandora-memd to start");
+  opts.add_size("log-size", &o.log_size,
+                "log area of each daemon it starts (regions are 64M larger); 1G holds 8192 pids' lanes, for long "
+                "runs with many crashes",
+                16ull << 20, 1ull << 40);
   opts.add_u64("nodes", &o.nodes, "memory daemons to start", 1, 16);
   opts.add_u64("replicas", &o.replicas, "replicas per object (f+1)", 1, 16);
   opts.add_flag("keep-going", &o.keep_going, "do not stop at the first violation");

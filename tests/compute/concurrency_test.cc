@@ -12,6 +12,7 @@
 #include "compute/loader.h"
 #include "compute/scheduler.h"
 #include "tests/compute/compute_test_support.h"
+#include "tests/support/verbs_support.h"
 #include "tests/transport/child_process.h"
 
 namespace pandora::testing {
@@ -40,6 +41,7 @@ using Param = std::tuple<Backend, ProtocolMode>;
 class ConcurrencyTest : public ::testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
+    if (std::get<0>(GetParam()) == Backend::kVerbs) PANDORA_SKIP_WITHOUT_VERBS();
     memds_ = std::make_unique<MemdCluster>(3);
     ASSERT_TRUE(memds_->ok()) << memds_->error();
     cluster_ = connect_cluster(cfg(1), specs());
@@ -236,7 +238,7 @@ TEST_P(ConcurrencyTest, RacingInsertsAndDeletesOfTheSameKeysSucceedOnce) {
 
 INSTANTIATE_TEST_SUITE_P(
     Modes, ConcurrencyTest,
-    ::testing::Combine(::testing::Values(Backend::kShm, Backend::kTcp),
+    ::testing::Combine(::testing::Values(Backend::kShm, Backend::kTcp, Backend::kVerbs),
                        ::testing::Values(ProtocolMode::kPandora, ProtocolMode::kFord, ProtocolMode::kLogALatch)),
     [](const auto& info) {
       std::string name = std::string(backend_name(std::get<0>(info.param))) + "_" +

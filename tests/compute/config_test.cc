@@ -115,6 +115,54 @@ TEST(ComputeConfig, ReplicasDefaultToTwoWhenTwoMemoryNodesExist) {
   EXPECT_EQ(resolve("127.0.0.1:7000,127.0.0.1:7001", "1"), 1u);
 }
 
+// The flags a transport and a multi-host deployment add: --backend verbs with
+// its --rdma-* flags, --push-listen.
+TEST(ComputeConfig, VerbsAndPushListenFlagsAreCheckedAndCarried) {
+  testing::TempDir dir;
+  const std::string secret = dir.path() + "/secret";
+  std::ofstream(secret) << "hunter2-hunter2-hunter2\n";
+  ::chmod(secret.c_str(), 0600);
+  auto resolve = [&](std::vector<const char*> extra) {
+    ComputeFlags flags;
+    OptionSet opts("test", "test");
+    flags.declare(opts);
+    std::vector<const char*> argv = {"test", "--memory-nodes", "127.0.0.1:7000", "--cluster-id", "9",
+                                     "--secret-file", secret.c_str(), "--compute-id", "4"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    std::string msg;
+    EXPECT_EQ(opts.parse(static_cast<int>(argv.size()), argv.data(), &msg), OptionSet::Outcome::kRun) << msg;
+    return flags.resolve();
+  };
+  auto v = resolve({"--backend", "verbs", "--rdma-device", "rxe0", "--rdma-port", "1", "--rdma-gid-index", "3",
+                    "--rdma-mtu", "1024", "--push-listen", "10.213.0.7"});
+  ASSERT_TRUE(v) << v.status().to_string();
+  EXPECT_EQ(v->backend, Backend::kVerbs);
+  EXPECT_EQ(v->connect_options().backend, Backend::kVerbs);
+  EXPECT_EQ(v->connect_options().verbs.device, "rxe0");
+  EXPECT_EQ(v->connect_options().verbs.port, 1);
+  EXPECT_EQ(v->connect_options().verbs.gid_index, 3);
+  EXPECT_EQ(v->connect_options().verbs.mtu, 1024u);
+  EXPECT_EQ(v->push_host, "10.213.0.7");
+  auto d = resolve({});
+  ASSERT_TRUE(d) << d.status().to_string();
+  EXPECT_EQ(d->verbs.gid_index, -1) << "auto discovers the GID";
+  EXPECT_EQ(d->push_host, "127.0.0.1");
+
+  for (std::vector<const char*> bad : {std::vector<const char*>{"--rdma-mtu", "1000"},
+                                       std::vector<const char*>{"--rdma-gid-index", "x"},
+                                       std::vector<const char*>{"--rdma-gid-index", "-2"},
+                                       std::vector<const char*>{"--push-listen", "node7.example"},
+                                       std::vector<const char*>{"--push-listen", ""}}) {
+    auto r = resolve(bad);
+    EXPECT_FALSE(r) << bad[0] << " " << bad[1];
+    if (!r) {
+      EXPECT_EQ(r.status().code(), Errc::kInvalidArgument);
+      EXPECT_NE(r.status().message().find(std::string(bad[0]).substr(2, 8)), std::string::npos)
+          << r.status().to_string();
+    }
+  }
+}
+
 TEST(LaneMap, MapsSlotAndCoordinatorAndRefusesWhatDoesNotFit) {
   LaneMap m(4096, 256);  // 4 fixed slots of 64 lanes
   EXPECT_EQ(m.max_fixed_pid(), 4u);

@@ -46,11 +46,11 @@
 #include "common/transport/client.h"
 #include "common/transport/socket_util.h"
 #include "common/transport/transport.h"
-#include "common/transport/verbs_device.h"
 #include "common/wire/control.h"
 #include "common/wire/frame.h"
 #include "common/checksum.h"
 #include "tests/support/memd_process.h"
+#include "tests/support/verbs_support.h"
 #include "tests/transport/child_process.h"
 
 namespace pandora {
@@ -241,26 +241,10 @@ struct TransportParam {
   bool frame_mac = false;
 };
 
-// Whether verbs can run here; the reason when not.
-std::string verbs_unavailable() {
-  auto dev = VerbsDevice::open(VerbsOptions{});
-  return dev ? std::string() : dev.status().to_string();
-}
-
-bool verbs_required() {
-  const char* v = std::getenv("PANDORA_REQUIRE_VERBS");
-  return v != nullptr && std::string(v) == "1";
-}
-
 class TransportConformance : public ::testing::TestWithParam<TransportParam> {
  protected:
   void SetUp() override {
-    if (backend() == Backend::kVerbs) {
-      if (std::string why = verbs_unavailable(); !why.empty()) {
-        if (verbs_required()) FAIL() << "PANDORA_REQUIRE_VERBS=1 but no usable RDMA device: " << why;
-        GTEST_SKIP() << "no RDMA device here (" << why << "); ctest softroce.conformance runs this in a VM";
-      }
-    }
+    if (backend() == Backend::kVerbs) PANDORA_SKIP_WITHOUT_VERBS();
     memd_ = std::make_unique<MemdProcess>(dir_.path());
     ASSERT_TRUE(memd_->start()) << memd_->last_error();
   }
