@@ -133,20 +133,15 @@ if [[ "$cmd" != start && -s "$dir/host" ]]; then
   host="$(cat "$dir/host")"
 fi
 
-# True when $1 is a live (not zombie) process.
-alive() {
-  local pid="$1" state
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  kill -0 "$pid" 2>/dev/null || return 1
-  state="$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null || true)"
-  [[ -n "$state" && "$state" != "Z" && "$state" != "X" ]]
-}
+# proc_alive: the launchers' shared process checks.
+# shellcheck source=../lib/cluster_common.sh
+source "$script_dir/../lib/cluster_common.sh"
 
 # True when $1 is a live java process whose command line names server $2's
 # cfg in this DIR (so a recycled pid is never signalled).
 is_our_server() {
   local pid="$1" i="$2" exe
-  alive "$pid" || return 1
+  proc_alive "$pid" || return 1
   exe="$(readlink "/proc/$pid/exe" 2>/dev/null || true)"
   [[ "$(basename -- "${exe% (deleted)}")" == java ]] || return 1
   tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null | grep -qxF -- "$dir/zk$i.cfg"
@@ -155,7 +150,7 @@ is_our_server() {
 # True when $1 is a live bash running this script's watchdog for this DIR.
 is_our_watchdog() {
   local pid="$1"
-  alive "$pid" || return 1
+  proc_alive "$pid" || return 1
   local args
   args="$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null || true)"
   grep -qxF -- _watchdog <<<"$args" && grep -qxF -- "$dir" <<<"$args"
@@ -429,7 +424,7 @@ CFG
     # Internal: polls --exit-with-pid; when it is gone, stops the ensemble.
     [[ -n "$exit_with_pid" ]] || die "_watchdog needs --exit-with-pid"
     trap 'exit 0' TERM
-    while alive "$exit_with_pid"; do
+    while proc_alive "$exit_with_pid"; do
       sleep 0.5 &
       wait $! || true
     done
