@@ -171,6 +171,9 @@ int run(const MemdConfig& cfg, const OptionSet& opts) {
     at = comma + 1;
   }
 
+  Result<VerbsOptions> verbs_options = cfg.rdma.to_options();
+  if (!verbs_options) return usage_error(verbs_options.status().message());
+
   Result<std::string> secret = read_secret_file(cfg.secret_file);
   if (!secret) return usage_error("--secret-file: " + secret.status().message());
 
@@ -250,9 +253,8 @@ int run(const MemdConfig& cfg, const OptionSet& opts) {
   // it becomes) and before the control server (which hands it sessions).
   std::unique_ptr<VerbsServer> verbs;
   if (cfg.verbs != "off") {
-    Result<VerbsOptions> vo = cfg.rdma.to_options();
-    if (!vo) return usage_error(vo.status().message());
-    Result<std::unique_ptr<VerbsServer>> vs = VerbsServer::open(*vo, *region, fences, log.child("verbs"));
+    Result<std::unique_ptr<VerbsServer>> vs =
+        VerbsServer::open(*verbs_options, *region, fences, log.child("verbs"));
     if (vs) {
       verbs = std::move(vs).value();
       fences.set_revoker([v = verbs.get()](uint16_t id) { v->revoke(id); });

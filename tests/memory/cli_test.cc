@@ -16,6 +16,7 @@
 #include "memory/exit_codes.h"
 #include "memory/region.h"
 #include "tests/support/memd_process.h"
+#include "tests/support/verbs_support.h"
 #include "tests/transport/child_process.h"
 
 #include <signal.h>
@@ -288,6 +289,19 @@ TEST_F(CliTest, FormatFlagFormatsAZeroedFile) {
   std::memcpy(&h, bytes.data(), sizeof(h));
   EXPECT_EQ(h.magic, kRegionMagic);
   EXPECT_EQ(h.region_size, 16u << 20);
+}
+
+// --verbs on must not start a daemon that cannot serve what was asked for;
+// auto (the default) serves tcp and shm alone where there is no device.
+TEST_F(CliTest, VerbsFlagsAreCheckedAndOnNeedsADevice) {
+  expect_exit(with(base_argv(), "--verbs", "maybe"), kExitUsage, "--verbs");
+  expect_exit(with(base_argv(), "--rdma-mtu", "1000"), kExitUsage, "--rdma-mtu");
+  expect_exit(with(base_argv(), "--rdma-gid-index", "first"), kExitUsage, "--rdma-gid-index");
+  EXPECT_FALSE(fs::exists(memd_.region_path()));
+  if (verbs_unavailable().empty()) GTEST_SKIP() << "this host has an RDMA device: --verbs on would start";
+  expect_exit(with(base_argv(), "--verbs", "on"), kExitIo, "no RDMA device");
+  ASSERT_TRUE(memd_.start()) << memd_.last_error();  // --verbs auto
+  EXPECT_NE(memd_.stderr_text().find("verbs data plane: off"), std::string::npos) << memd_.stderr_text();
 }
 
 TEST_F(CliTest, UnusablePathIsAnIoError) {
