@@ -5,7 +5,8 @@
 #
 #   bash workloads/bench/compare_protocols.sh [--rounds 5] [--seconds 5] ...
 #
-# Loads micro and SmallBank once, then for each backend (shm, tcp) and
+# Loads micro and SmallBank once, then for each backend (shm, tcp; verbs
+# where there is an RDMA device, e.g. in the Soft-RoCE VM) and
 # workload (micro 50% writes, micro 100% writes, smallbank) runs pandora-bench
 # for the three protocols interleaved in rounds - pandora, ford, log-a-latch,
 # pandora, ford, ... - so slow drifts of the machine hit all three alike, and
@@ -36,10 +37,16 @@ Options:
   --replicas N         f+1 (1 or 2 with two daemons)               [2]
   --keys N             micro keys                                  [100000]
   --accounts N         SmallBank accounts                          [100000]
-  --backends LIST      comma list of shm, tcp                      [shm,tcp]
+  --backends LIST      comma list of shm, tcp, verbs               [shm,tcp]
+                       (verbs: the daemons serve it when an RDMA device
+                       is up, --verbs auto; pandora-bench takes the first
+                       active device unless --rdma-device is given)
+  --rdma-device NAME   pandora-bench --rdma-device (verbs)         [auto]
   --busy-poll-us N     daemons' tcp busy polling (pandora-memd)    [0]
   --workloads LIST     comma list of micro50, micro100, smallbank
                                                   [micro50,micro100,smallbank]
+  --run-timeout-s N    give up on one pandora-bench run after N s (a hung run
+                       fails the script instead of blocking it)    [seconds + warm-up + 120]
   --out DIR            keep the JSON reports and logs here    [a temp dir, removed]
   -h, --help           this help
 
@@ -61,6 +68,8 @@ keys=100000
 accounts=100000
 busy_poll_us=0
 backends="shm,tcp"
+rdma_device=""
+run_timeout=""
 workloads="micro50,micro100,smallbank"
 out=""
 
@@ -78,6 +87,8 @@ while [[ $# -gt 0 ]]; do
     --accounts) need_value "$@"; accounts="$2"; shift 2 ;;
     --busy-poll-us) need_value "$@"; busy_poll_us="$2"; shift 2 ;;
     --backends) need_value "$@"; backends="$2"; shift 2 ;;
+    --rdma-device) need_value "$@"; rdma_device="$2"; shift 2 ;;
+    --run-timeout-s) need_value "$@"; run_timeout="$2"; shift 2 ;;
     --workloads) need_value "$@"; workloads="$2"; shift 2 ;;
     --out) need_value "$@"; out="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
@@ -89,9 +100,13 @@ for n in rounds seconds threads coordinators replicas keys accounts; do
   [[ "${!n}" =~ ^[1-9][0-9]*$ ]] || die "--$n must be a positive integer, got '${!n}'"
 done
 [[ "$warmup" =~ ^[0-9]+$ ]] || die "--warmup-seconds must be a non-negative integer, got '$warmup'"
+[[ -n "$run_timeout" ]] || run_timeout=$((seconds + warmup + 120))
+[[ "$run_timeout" =~ ^[1-9][0-9]*$ ]] || die "--run-timeout-s must be a positive integer, got '$run_timeout'"
 IFS=',' read -r -a backend_list <<<"$backends"
 IFS=',' read -r -a workload_list <<<"$workloads"
-for b in "${backend_list[@]}"; do [[ "$b" == shm || "$b" == tcp ]] || die "--backends: unknown backend '$b'"; done
+for b in "${backend_list[@]}"; do
+  [[ "$b" == shm || "$b" == tcp || "$b" == verbs ]] || die "--backends: unknown backend '$b'"
+done
 for w in "${workload_list[@]}"; do
   [[ "$w" == micro50 || "$w" == micro100 || "$w" == smallbank ]] || die "--workloads: unknown workload '$w'"
 done
@@ -141,6 +156,7 @@ bash "$root/deploy/local/cluster.sh" start --nodes 2 --dir "$state" --region-dir
 common=(--memory-nodes "$(cat "$state/endpoints")" --cluster-id "$(cat "$state/cluster_id")"
         --secret-file "$state/secret" --compute-id 1 --threads "$threads" --coordinators "$coordinators"
         --replicas "$replicas" --log-level error)
+[[ -z "$rdma_device" ]] || common+=(--rdma-device "$rdma_device")
 
 # run_bench LOG_NAME ARGS...: runs pandora-bench in the background (so the
 # trap can stop it by pid) and fails the script if it fails.
@@ -149,7 +165,14 @@ run_bench() {
   shift
   "$bench" "${common[@]}" "$@" >"$out/$name.log" 2>&1 &
   bench_pid=$!
-  local rc=0
+  local rc=0 deadline=$((SECONDS + ${bench_timeout:-$run_timeout}))
+  while kill -0 "$bench_pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.5; done
+  if kill -0 "$bench_pid" 2>/dev/null; then
+    echo "compare_protocols.sh: pandora-bench ($name) still running after ${bench_timeout:-$run_timeout} s" \
+      "(--run-timeout-s; the load gets 600 s more); stopped. Its last lines:" >&2
+    tail -n 5 "$out/$name.log" >&2
+    exit 1  # the trap stops it
+  fi
   wait "$bench_pid" || rc=$?
   bench_pid=""
   if [[ $rc -ne 0 ]]; then
@@ -160,7 +183,7 @@ run_bench() {
 }
 
 echo "==> loading micro ($keys keys) and smallbank ($accounts accounts) once"
-run_bench load --load --load-workloads micro,smallbank --keys "$keys" --accounts "$accounts" --seconds 0 \
+bench_timeout=$((run_timeout + 600)) run_bench load --load --load-workloads micro,smallbank --keys "$keys" --accounts "$accounts" --seconds 0 \
   --backend tcp
 
 workload_args() {

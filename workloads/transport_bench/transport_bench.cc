@@ -1,24 +1,37 @@
 // pandora-transport-bench: one-sided operation throughput and latency of each
-// transport backend, against a private pandora-memd started here.
+// transport backend, against a private pandora-memd started here (or a
+// running daemon, --memory-node).
 //
-// Benchmarks are named  <backend>/<op>/depth:<n>  with op in read64, write64,
-// cas, faa, read4k, write4k and depth 1 (one operation per doorbell: the
-// latency case) or 16 (16 per doorbell: the throughput case). One benchmark
-// iteration posts `depth` operations, rings the doorbell once and waits for
-// all of them. Reported:
+// Benchmarks are named  <backend>/<op>/depth:<n>  with op in read2, read64,
+// write2, write64, cas, faa, read4k, write4k, read64k and depth 1 (one
+// operation per doorbell: the latency case), 16 (16 per doorbell: the
+// throughput case) and, for read64k, 128 (perftest's ib_read_bw default:
+// 64 KiB READs, tx-depth 128). read2/write2 are the default message size of
+// perftest's ib_read_lat/ib_write_lat. One benchmark iteration posts `depth`
+// operations, rings the doorbell once and waits for all of them. Reported:
 //   items_per_second   operations per second (SetItemsProcessed)
 //   p50_ns p99_ns p999_ns   per-operation latency, from the doorbell to the
 //                           moment its completion was returned by wait()
+//                           (or poll(), with --spin)
 //
 // Median of 5 runs:
 //   pandora-transport-bench --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //
-// Extra flags (before or after the benchmark flags):
+// Flags of this binary (before or after Google Benchmark's --benchmark_*
+// flags, which go to the library; --help lists them all):
+//   --backend LIST   shm, tcp, verbs, comma-separated, or all (default shm,tcp)
+//   --rdma-device/--rdma-port/--rdma-gid-index/--rdma-mtu   verbs: as for pandora-memd
+//   --spin           busy-poll completions (Connection::poll) instead of
+//                    sleeping in wait(): how the compute scheduler and
+//                    perftest wait
+//   --memory-node HOST:PORT --cluster-id N --secret-file F [--compute-id N]
+//                    use a running daemon instead of starting one
 //   --memd=PATH      pandora-memd to start (default: the one built with this binary)
 //   --memd-arg=ARG   one more argument for the daemon (repeatable), e.g.
 //                    --memd-arg=--busy-poll-us --memd-arg=50
 #include <signal.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -32,6 +45,8 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
+#include "common/options.h"
+#include "common/secret.h"
 #include "common/status.h"
 #include "common/transport/client.h"
 #include "common/transport/transport.h"
@@ -47,39 +62,49 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-enum class BenchOp { kRead64, kWrite64, kCas, kFaa, kRead4k, kWrite4k };
+enum class BenchOp { kRead, kWrite, kCas, kFaa };
 
 struct OpSpec {
   BenchOp op;
   std::string_view name;
   uint32_t len;  // bytes moved per operation (8 for CAS/FAA)
+  uint32_t max_depth;  // registered for the depths in kDepths up to this one
 };
 
-constexpr std::array<OpSpec, 6> kOps = {{
-    {BenchOp::kRead64, "read64", 64},
-    {BenchOp::kWrite64, "write64", 64},
-    {BenchOp::kCas, "cas", 8},
-    {BenchOp::kFaa, "faa", 8},
-    {BenchOp::kRead4k, "read4k", 4096},
-    {BenchOp::kWrite4k, "write4k", 4096},
+constexpr std::array<OpSpec, 9> kOps = {{
+    {BenchOp::kRead, "read2", 2, 16},
+    {BenchOp::kRead, "read64", 64, 16},
+    {BenchOp::kWrite, "write2", 2, 16},
+    {BenchOp::kWrite, "write64", 64, 16},
+    {BenchOp::kCas, "cas", 8, 16},
+    {BenchOp::kFaa, "faa", 8, 16},
+    {BenchOp::kRead, "read4k", 4096, 16},
+    {BenchOp::kWrite, "write4k", 4096, 16},
+    {BenchOp::kRead, "read64k", 65536, 128},
 }};
-constexpr std::array<uint32_t, 2> kDepths = {1, 16};
+constexpr std::array<uint32_t, 3> kDepths = {1, 16, 128};
 // Operations rotate over this many distinct targets, so consecutive
 // operations touch different cache lines (and 4 KiB ones different pages).
 constexpr uint64_t kTargets = 256;
 constexpr uint64_t kWordArea = kTargets * 64;  // CAS/FAA words, one per cache line
+// READ/WRITE targets: kTargets blocks of 4 KiB, or for larger operations
+// kBigTargets blocks of their own size.
+constexpr uint64_t kBigTargets = 32;
 
 // What every benchmark needs: the daemon's address and an identity. Owned by
 // main(); benchmarks get it by reference through their registration lambda.
 struct BenchContext {
   Endpoint endpoint;
   ClientIdentity identity;
+  VerbsOptions verbs;
+  bool spin = false;
 };
 
 void run_benchmark(benchmark::State& state, const BenchContext& ctx, Backend backend, OpSpec spec,
                    uint32_t depth) {
   ConnectOptions options;
   options.backend = backend;
+  options.verbs = ctx.verbs;
   auto conn_or = open_connection(ctx.endpoint, ctx.identity, options);
   if (!conn_or) {
     state.SkipWithError(("connect: " + conn_or.status().to_string()).c_str());
@@ -88,12 +113,17 @@ void run_benchmark(benchmark::State& state, const BenchContext& ctx, Backend bac
   Connection& conn = **conn_or;
 
   // Layout from the first aligned page of the data area: words for CAS/FAA,
-  // then kTargets 4 KiB blocks for READ/WRITE of either size.
+  // then kTargets 4 KiB blocks for READ/WRITE up to 4 KiB, or kBigTargets
+  // blocks of the operation's size for larger ones.
   const uint64_t base = (conn.data_begin() + 4095) & ~uint64_t{4095};
   const uint64_t words = base;
   const uint64_t blocks = base + kWordArea;
-  if (conn.data_end() < blocks + kTargets * 4096) {
-    state.SkipWithError("data area too small for the benchmark (needs ~1.1 MiB)");
+  const uint64_t stride = spec.len <= 4096 ? 4096 : (uint64_t{spec.len} + 4095) & ~uint64_t{4095};
+  const uint64_t block_targets = spec.len <= 4096 ? kTargets : kBigTargets;
+  if (conn.data_end() < blocks + block_targets * stride) {
+    state.SkipWithError(fmt::format("data area too small for the benchmark (needs {} KiB)",
+                                    (blocks + block_targets * stride - conn.data_begin()) / 1024)
+                            .c_str());
     return;
   }
 
@@ -133,17 +163,11 @@ void run_benchmark(benchmark::State& state, const BenchContext& ctx, Backend bac
       const uint64_t t = next++ % kTargets;
       targets[k] = t;
       switch (spec.op) {
-        case BenchOp::kRead64:
-          conn.post_read(blocks + t * 4096, bufs[k].data(), 64, k);
+        case BenchOp::kRead:
+          conn.post_read(blocks + (t % block_targets) * stride, bufs[k].data(), spec.len, k);
           break;
-        case BenchOp::kRead4k:
-          conn.post_read(blocks + t * 4096, bufs[k].data(), 4096, k);
-          break;
-        case BenchOp::kWrite64:
-          conn.post_write(blocks + t * 4096, bufs[k].data(), 64, k);
-          break;
-        case BenchOp::kWrite4k:
-          conn.post_write(blocks + t * 4096, bufs[k].data(), 4096, k);
+        case BenchOp::kWrite:
+          conn.post_write(blocks + (t % block_targets) * stride, bufs[k].data(), spec.len, k);
           break;
         case BenchOp::kCas:
           // Targets within one batch are distinct (depth <= kTargets), so
@@ -160,8 +184,21 @@ void run_benchmark(benchmark::State& state, const BenchContext& ctx, Backend bac
     conn.flush();
     uint32_t remaining = depth;
     while (remaining > 0) {
-      const size_t n = conn.wait(std::span(completions.data(), remaining), std::chrono::milliseconds(5000));
-      const auto now = Clock::now();
+      size_t n = 0;
+      auto now = Clock::now();
+      if (ctx.spin) {
+        // Busy-poll, as the compute scheduler and perftest do; give up after
+        // the same 5 s as wait().
+        const auto give_up = rang + std::chrono::seconds(5);
+        while ((n = conn.poll(std::span(completions.data(), remaining))) == 0 && conn.health() == Errc::kOk &&
+               now < give_up) {
+          now = Clock::now();
+        }
+        now = Clock::now();
+      } else {
+        n = conn.wait(std::span(completions.data(), remaining), std::chrono::milliseconds(5000));
+        now = Clock::now();
+      }
       if (n == 0) {
         state.SkipWithError(fmt::format("no completion within 5 s ({} outstanding, health {})", remaining,
                                         errc_name(conn.health()))
@@ -198,25 +235,98 @@ void run_benchmark(benchmark::State& state, const BenchContext& ctx, Backend bac
   state.counters["p999_ns"] = static_cast<double>(hist.percentile(0.999));
 }
 
+struct BenchFlags {
+  std::string backend = "shm,tcp";
+  VerbsFlags rdma;
+  bool spin = false;
+  std::string memory_node;
+  uint64_t cluster_id = 0;
+  std::string secret_file;
+  uint64_t compute_id = 1;
+};
+
+// "shm,tcp", "verbs", "all" (= shm,tcp,verbs).
+Result<std::vector<Backend>> parse_backends(std::string_view text) {
+  if (text == "all") return std::vector<Backend>{Backend::kShm, Backend::kTcp, Backend::kVerbs};
+  std::vector<Backend> out;
+  for (size_t pos = 0; pos <= text.size();) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    Result<Backend> b = parse_backend(text.substr(pos, comma - pos));
+    if (!b) {
+      return Status(Errc::kInvalidArgument,
+                    fmt::format("--backend '{}': expected shm, tcp, verbs (comma-separated) or all", text));
+    }
+    if (std::find(out.begin(), out.end(), *b) == out.end()) out.push_back(*b);
+    pos = comma + 1;
+  }
+  return out;
+}
+
 int bench_main(int argc, char** argv) {
-  // Our own flag is taken out before Google Benchmark sees argv (it rejects
-  // flags it does not know).
+  // Google Benchmark gets argv[0] and its own --benchmark_* flags (it
+  // rejects flags it does not know); --memd= and --memd-arg= are taken here
+  // (--memd-arg repeats); the rest goes to this binary's OptionSet.
   std::string memd_path = PANDORA_MEMD_PATH;
   std::vector<std::string> memd_args;
-  std::vector<char*> args;
-  for (int i = 0; i < argc; ++i) {
+  std::vector<char*> bench_args{argv[0]};
+  std::vector<const char*> own_args{argv[0]};
+  for (int i = 1; i < argc; ++i) {
     std::string_view a(argv[i]);
-    if (i > 0 && a.starts_with("--memd=")) {
+    if (a.starts_with("--memd=")) {
       memd_path = std::string(a.substr(7));
-    } else if (i > 0 && a.starts_with("--memd-arg=")) {
+    } else if (a.starts_with("--memd-arg=")) {
       memd_args.emplace_back(a.substr(11));
+    } else if (a.starts_with("--benchmark_") || a == "--v" || a.starts_with("--v=")) {
+      bench_args.push_back(argv[i]);
     } else {
-      args.push_back(argv[i]);
+      own_args.push_back(argv[i]);
     }
   }
-  int bargc = static_cast<int>(args.size());
-  benchmark::Initialize(&bargc, args.data());
-  if (benchmark::ReportUnrecognizedArguments(bargc, args.data())) return 2;
+
+  BenchFlags flags;
+  OptionSet opts("pandora-transport-bench",
+                 "Google Benchmark of READ/WRITE/CAS/FAA per backend, op size and batch depth against a "
+                 "pandora-memd it starts (or --memory-node). Also takes Google Benchmark's --benchmark_* flags "
+                 "(e.g. --benchmark_filter='^verbs/', --benchmark_repetitions=5), --memd=PATH and "
+                 "--memd-arg=ARG (repeatable).");
+  opts.add_string("backend", &flags.backend, "backends to run: shm, tcp, verbs (comma-separated) or all");
+  flags.rdma.declare(opts);
+  opts.add_flag("spin", &flags.spin,
+                "busy-poll for completions (Connection::poll, as the compute scheduler and perftest do) instead of "
+                "sleeping in Connection::wait");
+  opts.add_string("memory-node", &flags.memory_node,
+                  "HOST:PORT of a running pandora-memd to use instead of starting one (then --cluster-id and "
+                  "--secret-file are required)");
+  opts.add_u64("cluster-id", &flags.cluster_id, "with --memory-node: the daemon's cluster id");
+  opts.add_string("secret-file", &flags.secret_file, "with --memory-node: file holding the cluster secret (mode 600)");
+  opts.add_u64("compute-id", &flags.compute_id, "with --memory-node: compute node id to connect as", 1, 65535);
+  std::string message;
+  switch (opts.parse(static_cast<int>(own_args.size()), own_args.data(), &message)) {
+    case OptionSet::Outcome::kHelp:
+      fmt::print("{}", message);
+      return 0;
+    case OptionSet::Outcome::kError:
+      fmt::print(stderr, "pandora-transport-bench: {}\n", message);
+      return 2;
+    case OptionSet::Outcome::kRun:
+      break;
+  }
+  Result<std::vector<Backend>> backends = parse_backends(flags.backend);
+  if (!backends) {
+    fmt::print(stderr, "pandora-transport-bench: {}\n", backends.status().message());
+    return 2;
+  }
+  Result<VerbsOptions> verbs = flags.rdma.to_options();
+  if (!verbs) {
+    fmt::print(stderr, "pandora-transport-bench: {}\n", verbs.status().message());
+    return 2;
+  }
+  const bool want_verbs =
+      std::find(backends->begin(), backends->end(), Backend::kVerbs) != backends->end();
+
+  int bargc = static_cast<int>(bench_args.size());
+  benchmark::Initialize(&bargc, bench_args.data());
+  if (benchmark::ReportUnrecognizedArguments(bargc, bench_args.data())) return 2;
 
   // The compute side maps the region for shm; treat the /dev/shm file as PM
   // (same flush path as real PM), as the daemon does.
@@ -224,31 +334,67 @@ int bench_main(int argc, char** argv) {
   // A closed tcp connection must surface as an error, not kill the process.
   ::signal(SIGPIPE, SIG_IGN);
 
-  // The daemon's region is in a private directory on /dev/shm (in memory,
-  // which PMEM_IS_PMEM_FORCE=1 assumes; on disk the numbers would be the
-  // disk's), with a random secret; see memory/local_memd.h.
-  LocalMemdOptions launch;
-  launch.binary = memd_path;
-  launch.cluster_id = 0xbe7c4;
-  launch.size = "64M";
-  launch.log_size = "1M";
-  launch.threads = 1;
-  launch.log_level = "warn";  // the daemon's info lines are no benchmark output
-  launch.extra_args = memd_args;
-  launch.start_timeout = std::chrono::seconds(30);
-  launch.stop_timeout = std::chrono::seconds(10);
-  LocalMemd memd(launch);
-  if (Status s = memd.start(); !s) {
-    fmt::print(stderr, "pandora-transport-bench: cannot start pandora-memd: {}\n", s.to_string());
-    return 1;
+  BenchContext ctx;
+  ctx.verbs = *verbs;
+  ctx.spin = flags.spin;
+  std::unique_ptr<LocalMemd> memd;
+  if (!flags.memory_node.empty()) {
+    Result<Endpoint> ep = parse_endpoint(flags.memory_node);
+    if (!ep) {
+      fmt::print(stderr, "pandora-transport-bench: --memory-node: {}\n", ep.status().to_string());
+      return 2;
+    }
+    if (flags.secret_file.empty() || !opts.was_set("cluster-id")) {
+      fmt::print(stderr, "pandora-transport-bench: --memory-node needs --cluster-id and --secret-file\n");
+      return 2;
+    }
+    Result<std::string> secret = read_secret_file(flags.secret_file);
+    if (!secret) {
+      fmt::print(stderr, "pandora-transport-bench: --secret-file: {}\n", secret.status().to_string());
+      return 2;
+    }
+    ctx.endpoint = *ep;
+    ctx.identity = ClientIdentity{flags.cluster_id, std::move(secret).value(), wire::Role::kCompute,
+                                  static_cast<uint16_t>(flags.compute_id), new_incarnation()};
+  } else {
+    // The daemon's region is in a private directory on /dev/shm (in memory,
+    // which PMEM_IS_PMEM_FORCE=1 assumes; on disk the numbers would be the
+    // disk's), with a random secret; see memory/local_memd.h.
+    LocalMemdOptions launch;
+    launch.binary = memd_path;
+    launch.cluster_id = 0xbe7c4;
+    launch.size = "64M";
+    launch.log_size = "1M";
+    launch.threads = 1;
+    launch.log_level = "warn";  // the daemon's info lines are no benchmark output
+    if (want_verbs) {
+      // Serve verbs or fail to start, on the device the client uses.
+      launch.extra_args = {"--verbs", "on"};
+      if (!flags.rdma.device.empty()) launch.extra_args.insert(launch.extra_args.end(), {"--rdma-device", flags.rdma.device});
+      if (flags.rdma.port != 0) {
+        launch.extra_args.insert(launch.extra_args.end(), {"--rdma-port", std::to_string(flags.rdma.port)});
+      }
+      launch.extra_args.insert(launch.extra_args.end(), {"--rdma-gid-index", flags.rdma.gid_index});
+    }
+    launch.extra_args.insert(launch.extra_args.end(), memd_args.begin(), memd_args.end());
+    // Generous: in the emulated Soft-RoCE VM a start can take tens of seconds.
+    launch.start_timeout = std::chrono::seconds(60);
+    launch.stop_timeout = std::chrono::seconds(10);
+    memd = std::make_unique<LocalMemd>(launch);
+    if (Status s = memd->start(); !s) {
+      fmt::print(stderr, "pandora-transport-bench: cannot start pandora-memd: {}\n", s.to_string());
+      return 1;
+    }
+    fmt::print(stderr, "pandora-transport-bench: pandora-memd pid {} on {} (region in {})\n", memd->pid(),
+               memd->endpoint().to_string(), memd->dir());
+    ctx.endpoint = memd->endpoint();
+    ctx.identity = memd->identity(/*compute_id=*/1);
   }
-  fmt::print(stderr, "pandora-transport-bench: pandora-memd pid {} on {} (region in {})\n", memd.pid(),
-             memd.endpoint().to_string(), memd.dir());
 
-  const BenchContext ctx{memd.endpoint(), memd.identity(/*compute_id=*/1)};
-  for (Backend backend : {Backend::kShm, Backend::kTcp}) {
+  for (Backend backend : *backends) {
     for (const OpSpec& spec : kOps) {
       for (uint32_t depth : kDepths) {
+        if (depth > spec.max_depth) continue;
         const std::string name = fmt::format("{}/{}/depth:{}", backend_name(backend), spec.name, depth);
         benchmark::RegisterBenchmark(name.c_str(), [&ctx, backend, spec, depth](benchmark::State& st) {
           run_benchmark(st, ctx, backend, spec, depth);
@@ -258,10 +404,12 @@ int bench_main(int argc, char** argv) {
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  const int status = memd.stop();
-  if (status != 0) {
-    fmt::print(stderr, "pandora-transport-bench: pandora-memd exited with {}{}{}\n", status,
-               memd.last_error().empty() ? "" : ": ", memd.last_error());
+  if (memd) {
+    const int status = memd->stop();
+    if (status != 0) {
+      fmt::print(stderr, "pandora-transport-bench: pandora-memd exited with {}{}{}\n", status,
+                 memd->last_error().empty() ? "" : ": ", memd->last_error());
+    }
   }
   return 0;
 }

@@ -62,6 +62,8 @@ struct DemoConfig {
   uint64_t seconds = 3;
   uint64_t batch = 16;
   uint64_t compute_id = 1;
+  VerbsFlags rdma;
+  VerbsOptions verbs;  // from rdma
 };
 
 enum class Phase { kRead, kWrite, kCas, kFaa, kMixed };
@@ -369,6 +371,7 @@ RunResult run_one(Backend backend, const Endpoint& ep, const ClientIdentity& id,
 
   ConnectOptions options;
   options.backend = backend;
+  options.verbs = cfg.verbs;
   auto conn = open_connection(ep, id, options);
   if (!conn) return failed("connect: " + conn.status().to_string());
   Connection& c = **conn;
@@ -407,10 +410,12 @@ int demo_main(int argc, char** argv) {
   opts.add_string("nodes", &cfg.nodes, "memory daemons: HOST:PORT[,HOST:PORT...]", true);
   opts.add_u64("cluster-id", &cfg.cluster_id, "cluster id of the daemons", 0, UINT64_MAX, true);
   opts.add_string("secret-file", &cfg.secret_file, "file holding the cluster secret", true);
-  opts.add_choice("backend", &cfg.backend, {"shm", "tcp", "all"}, "transport backend(s) to run");
+  opts.add_choice("backend", &cfg.backend, {"shm", "tcp", "verbs", "all"},
+                  "transport backend(s) to run (all: shm and tcp; verbs needs an RDMA device, see --rdma-*)");
   opts.add_u64("seconds", &cfg.seconds, "run time per backend and node (split over 5 phases)", 1, 3600);
   opts.add_u64("batch", &cfg.batch, "operations posted per doorbell", 1, 4096);
   opts.add_u64("compute-id", &cfg.compute_id, "compute node id to connect as", 1, 65535);
+  cfg.rdma.declare(opts);
 
   std::string message;
   switch (opts.parse(argc, argv, &message)) {
@@ -430,6 +435,13 @@ int demo_main(int argc, char** argv) {
     nodes.push_back(*ep);
     pos = comma + 1;
   }
+
+  Result<VerbsOptions> verbs = cfg.rdma.to_options();
+  if (!verbs) {
+    fmt::print(stderr, "pandora-transport-demo: {}\n", verbs.status().message());
+    return 2;
+  }
+  cfg.verbs = *verbs;
 
   auto secret = read_secret_file(cfg.secret_file);
   if (!secret) {
