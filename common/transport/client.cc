@@ -221,7 +221,7 @@ Result<std::unique_ptr<Connection>> open_connection(const Endpoint& ep, const Cl
   if (options.backend == Backend::kVerbs) {
     // Our queue pair first: if this host has no usable RDMA device, the
     // daemon is never asked for anything.
-    Result<std::unique_ptr<VerbsConnection>> vc = VerbsConnection::create(options.verbs, cc.region());
+    Result<std::unique_ptr<VerbsConnection>> vc = VerbsConnection::create(options.verbs, cc.region(), options.op_timeout);
     if (!vc) return vc.status();
     Result<wire::ControlMessage> reply = cc.call((*vc)->setup_request());
     if (!reply) {

@@ -47,7 +47,7 @@ struct ConnectOptions {
   Backend backend = Backend::kTcp;
   std::chrono::milliseconds connect_timeout{5000};
   // An operation not answered within this time completes with kTimeout and
-  // breaks the connection (tcp). Not used by shm.
+  // breaks the connection (tcp, verbs). Not used by shm.
   std::chrono::milliseconds op_timeout{5000};
   // tcp: a MAC on every data-plane frame in both directions (wire::FrameMac,
   // keyed per connection), so a frame changed on the network is detected and

@@ -38,7 +38,9 @@ Errc map_wc_status(ibv_wc_status s) {
 }  // namespace
 
 Result<std::unique_ptr<VerbsConnection>> VerbsConnection::create(const VerbsOptions& options,
-                                                                 const wire::RegionInfo& region) {
+                                                                 const wire::RegionInfo& region,
+                                                                 std::chrono::milliseconds op_timeout) {
+  if (op_timeout.count() <= 0) return Status(Errc::kInvalidArgument, "the operation timeout must be positive");
   if (region.data_offset > region.region_size || region.data_offset % 8 != 0) {
     return Status(Errc::kProtocol, fmt::format("inconsistent region description: size {}, data offset {}",
                                                region.region_size, region.data_offset));
@@ -97,7 +99,11 @@ Result<std::unique_ptr<VerbsConnection>> VerbsConnection::create(const VerbsOpti
   if (Status s = qp_to_init(c->qp_.get(), c->dev_->port(), 0); !s) return s;
 
   c->psn_ = random_psn();
-  c->max_rd_atomic_ = static_cast<uint8_t>(std::clamp(c->dev_->attr().max_qp_init_rd_atom, 1, 16));
+  c->op_timeout_ = op_timeout;
+  c->ack_timeout_ = options.ack_timeout;
+  // As many READs/atomics in flight as the device allows (perftest's
+  // default too); the daemon grants at most what its side allows.
+  c->max_rd_atomic_ = static_cast<uint8_t>(std::clamp(c->dev_->attr().max_qp_init_rd_atom, 1, 128));
   c->lo_ = region.data_offset;
   c->hi_ = region.region_size;
   c->wrs_.resize(c->sq_depth_);
@@ -128,7 +134,7 @@ Status VerbsConnection::connect(const wire::VerbsInfo& info, net::UniqueFd contr
   const wire::QpAddress local = dev_->address(qp_.get(), psn_);
   // This end answers no READs or atomics, but RTR wants a non-zero depth.
   if (Status s = qp_to_rtr(qp_.get(), *dev_, local, info.qp, 1); !s) return s;
-  if (Status s = qp_to_rts(qp_.get(), psn_, max_rd_atomic_); !s) return s;
+  if (Status s = qp_to_rts(qp_.get(), psn_, max_rd_atomic_, ack_timeout_); !s) return s;
   rkey_ = info.rkey;
   base_va_ = info.base_va;
   control_fd_ = std::move(control_fd);
@@ -250,6 +256,7 @@ void VerbsConnection::pump() {
   if (in_queue + 2 > sq_depth_) return;
   size_t room = sq_depth_ - in_queue - 1;
   size_t n = 0;
+  const auto deadline = Clock::now() + op_timeout_;
   Op* last = nullptr;
   while (sent_ < flushed_ && n < room) {
     Op& op = ops_[sent_];
@@ -267,6 +274,7 @@ void VerbsConnection::pump() {
     wr = ibv_send_wr{};
     sge = ibv_sge{};
     op.seq = next_seq_++;
+    op.deadline = deadline;
     wr.wr_id = op.seq;
     wr.sg_list = &sge;
     wr.num_sge = 1;
@@ -420,6 +428,19 @@ void VerbsConnection::check_control_session() {
   if (net::peer_closed(control_fd_.get())) fail_all(Errc::kDisconnected);
 }
 
+Clock::time_point VerbsConnection::check_timeout() {
+  if (health_ != Errc::kOk) return Clock::time_point::max();
+  for (size_t i = 0; i < sent_; ++i) {
+    const Op& op = ops_[i];
+    if (op.done) continue;
+    // Completions come in order: the first unfinished one is the oldest.
+    if (Clock::now() < op.deadline) return op.deadline;
+    fail_all(Errc::kTimeout);
+    break;
+  }
+  return Clock::time_point::max();
+}
+
 void VerbsConnection::flush() {
   check_control_session();
   flushed_ = ops_.size();
@@ -442,6 +463,7 @@ size_t VerbsConnection::drain(std::span<Completion> out) {
 size_t VerbsConnection::poll(std::span<Completion> out) {
   check_control_session();
   reap();
+  check_timeout();
   pump();
   return drain(out);
 }
@@ -463,7 +485,10 @@ size_t VerbsConnection::wait(std::span<Completion> out, std::chrono::millisecond
       continue;
     }
     if (size_t n = poll(out); n > 0) return n;
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
+    // Wake for the caller's deadline or the oldest operation's, whichever
+    // comes first.
+    const auto wake = std::min(deadline, check_timeout());
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(std::max(wake - now, Clock::duration::zero()));
     pollfd fds[2] = {{channel_->fd, POLLIN, 0}, {control_fd_.get(), POLLIN | POLLRDHUP, 0}};
     const int r = ::poll(fds, 2, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
     if (r < 0 && errno != EINTR) {

@@ -37,6 +37,14 @@
 //    every later one complete with that error; the ones before it succeeded
 //    (RC executes in order). The control session ending (daemon stopped)
 //    breaks it with kDisconnected too (checked at most once a millisecond).
+//  * Timeouts: an operation handed to the NIC that has not completed within
+//    op_timeout breaks the connection with kTimeout (every outstanding
+//    operation completes with it), as on tcp. The NIC's own retries fail
+//    a dead peer after about half a second (RETRY_EXC: kDisconnected), but
+//    a queue pair can also wedge without ever reporting (seen with
+//    Soft-RoCE under a starved vCPU: the requester rewound for a
+//    retransmission and never sent again); the deadline makes that a
+//    failure instead of a hang.
 //  * wait() sleeps on the completion channel (and the control session), so an
 //    idle waiter uses no CPU.
 //  * Not thread-safe (one connection per worker thread and memory node).
@@ -65,7 +73,9 @@ class VerbsConnection final : public Connection {
   static constexpr uint32_t kSendQueueDepth = 512;
 
   // Opens the device and creates this end (queue pair in INIT).
-  static Result<std::unique_ptr<VerbsConnection>> create(const VerbsOptions& options, const wire::RegionInfo& region);
+  // `op_timeout`: see "Timeouts" above.
+  static Result<std::unique_ptr<VerbsConnection>> create(const VerbsOptions& options, const wire::RegionInfo& region,
+                                                         std::chrono::milliseconds op_timeout);
   ~VerbsConnection() override;
 
   // What to send to the daemon.
@@ -104,6 +114,7 @@ class VerbsConnection final : public Connection {
     size_t stage_off = 0, stage_held = 0;
     ibv_mr* own_mr = nullptr;  // a large operation's registration of `user`
     uint64_t seq = 0;          // send-queue sequence number once posted
+    std::chrono::steady_clock::time_point deadline{};  // once posted
     Errc status = Errc::kOk;
     uint64_t value = 0;
   };
@@ -122,6 +133,9 @@ class VerbsConnection final : public Connection {
   void fail_from(uint64_t seq, Errc first, Errc rest);
   void fail_all(Errc code);
   void check_control_session();
+  // kTimeout for everything when the oldest operation the NIC holds is
+  // past its deadline; returns that deadline (max() when none).
+  std::chrono::steady_clock::time_point check_timeout();
   size_t drain(std::span<Completion> out);
   bool in_flight() const { return sent_ > 0; }
 
@@ -136,6 +150,8 @@ class VerbsConnection final : public Connection {
   VerbsPtr<ibv_qp> qp_;
 
   net::UniqueFd control_fd_;
+  std::chrono::milliseconds op_timeout_{5000};
+  uint8_t ack_timeout_ = 14;
   uint32_t psn_ = 0;
   uint32_t sq_depth_ = 0;
   uint32_t max_inline_ = 0;

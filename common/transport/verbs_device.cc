@@ -77,6 +77,9 @@ Status VerbsOptions::validate() const {
     return Status(Errc::kInvalidArgument,
                   fmt::format("RDMA MTU {} must be 256, 512, 1024, 2048 or 4096 bytes (0: the port's active MTU)", mtu));
   }
+  if (ack_timeout < 1 || ack_timeout > 31) {
+    return Status(Errc::kInvalidArgument, fmt::format("RDMA ACK timeout exponent {} must be in 1..31", ack_timeout));
+  }
   if (gid_index < -1 || gid_index > 65535) {
     return Status(Errc::kInvalidArgument, fmt::format("RDMA GID index {} must be -1 (discover) or 0..65535", gid_index));
   }
@@ -95,6 +98,10 @@ void VerbsFlags::declare(OptionSet& opts) {
                   "verbs: GID table index (`show_gids` lists them); auto: the RoCE v2 GID of an IPv4 address, else "
                   "any RoCE v2 GID, else the first");
   opts.add_u64("rdma-mtu", &mtu, "verbs: path MTU in bytes (256..4096); 0: the port's active MTU", 0, 4096);
+  opts.add_u64("rdma-ack-timeout", &ack_timeout,
+               "verbs: local ACK timeout exponent, 4.096 us x 2^N per attempt (14 = 67 ms; raise it on slow or "
+               "emulated networks, e.g. 18 in the Soft-RoCE VM)",
+               1, 31);
 }
 
 Result<VerbsOptions> VerbsFlags::to_options() const {
@@ -102,6 +109,7 @@ Result<VerbsOptions> VerbsFlags::to_options() const {
   o.device = device;
   o.port = static_cast<uint8_t>(port);
   o.mtu = static_cast<uint32_t>(mtu);
+  o.ack_timeout = static_cast<uint8_t>(ack_timeout);
   if (gid_index != "auto") {
     char* end = nullptr;
     errno = 0;
@@ -330,14 +338,14 @@ Status qp_to_rtr(ibv_qp* qp, const VerbsDevice& dev, const wire::QpAddress& loca
   return Status::ok();
 }
 
-Status qp_to_rts(ibv_qp* qp, uint32_t psn, uint8_t max_rd_atomic) {
+Status qp_to_rts(ibv_qp* qp, uint32_t psn, uint8_t max_rd_atomic, uint8_t ack_timeout) {
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_RTS;
   a.sq_psn = psn & 0xffffff;
   // 14: 4.096 us * 2^14 = 67 ms per attempt, 7 retries: a peer that stopped
   // answering fails the operation in about half a second (the control
   // session usually tells sooner).
-  a.timeout = 14;
+  a.timeout = ack_timeout;
   a.retry_cnt = 7;
   a.rnr_retry = 7;
   a.max_rd_atomic = max_rd_atomic;

@@ -27,18 +27,24 @@ struct VerbsOptions {
   uint8_t port = 0;    // 1-based; 0: the device's first active port
   int gid_index = -1;  // -1: discover (RoCE v2 of an IPv4 address, then any RoCE v2, then index 0)
   uint32_t mtu = 0;    // bytes (256..4096, a power of two); 0: the port's active MTU
+  // Local ACK timeout exponent: 4.096 us * 2^ack_timeout per attempt, 7
+  // attempts. 14 (67 ms) suits a real network; a slow or emulated one
+  // (Soft-RoCE under a starved vCPU) retransmits needlessly at 14.
+  uint8_t ack_timeout = 14;
 
   // kInvalidArgument naming the bad field.
   Status validate() const;
 };
 
 // The command-line form of VerbsOptions, shared by pandora-memd and the
-// compute binaries: --rdma-device, --rdma-port, --rdma-gid-index, --rdma-mtu.
+// compute binaries: --rdma-device, --rdma-port, --rdma-gid-index, --rdma-mtu,
+// --rdma-ack-timeout.
 struct VerbsFlags {
   std::string device;
   uint64_t port = 0;
   std::string gid_index = "auto";
   uint64_t mtu = 0;
+  uint64_t ack_timeout = 14;
 
   void declare(OptionSet& opts);
   // kInvalidArgument naming the flag.
@@ -107,8 +113,9 @@ Status qp_to_init(ibv_qp* qp, uint8_t port, int access);
 // in flight. kInvalidArgument when the link layers differ.
 Status qp_to_rtr(ibv_qp* qp, const VerbsDevice& dev, const wire::QpAddress& local, const wire::QpAddress& remote,
                  uint8_t max_dest_rd_atomic);
-// `max_rd_atomic`: READs/atomics this end keeps in flight.
-Status qp_to_rts(ibv_qp* qp, uint32_t psn, uint8_t max_rd_atomic);
+// `max_rd_atomic`: READs/atomics this end keeps in flight; `ack_timeout`:
+// VerbsOptions::ack_timeout.
+Status qp_to_rts(ibv_qp* qp, uint32_t psn, uint8_t max_rd_atomic, uint8_t ack_timeout = 14);
 // Moves a queue pair to the error state: outstanding work is flushed and
 // nothing more is sent or accepted.
 Status qp_to_error(ibv_qp* qp);
