@@ -212,8 +212,8 @@ compute_role() {
   # Bounded: a run that stops making progress fails here instead of at
   # two_vm.sh's timeout. Seen in 2 of 4 runs: a few commits, then nothing
   # completed and the run never ended (nor on SIGTERM), with
-  # completer_retry_err=1 in VM b's rxe0 counters: a queue pair ran out of
-  # retries, and the bench neither failed it nor exited 8.
+  # completer_retry_err=1 in VM b's rxe0 counters (a queue pair ran out of
+  # retries; a passing run showed it too).
   local rc=0 limit=$((seconds + 180))
   timeout --kill-after=10 "$limit" "$bench" "${common[@]}" --compute-id "$LOAD_PID" --load --seconds "$seconds" \
     --warmup-seconds 1 --report /tmp/run.json || rc=$?
