@@ -11,11 +11,12 @@ Usage: bash deploy/test.sh [ctest arguments...]
 
 Runs deploy/setup.sh debug (installs packages if missing, builds build/debug),
 then, with PMEM_IS_PMEM_FORCE=1 (regions live on /dev/shm; see README):
-  ctest --test-dir build/debug --output-on-failure -j \$(nproc) --timeout 600 -LE failover
+  ctest --test-dir build/debug --output-on-failure -j \$(nproc) --timeout 600 -LE 'failover|softroce-full'
   ctest ... -j 1 -L '^failover\$' --repeat until-pass:2
 (the whole-cluster fail-over tests run one at a time; one whose ZooKeeper
 ensemble lost its quorum on a starved machine runs once more) and prints one
-closing line over both.
+closing line over both. Tests labelled softroce-full (long Soft-RoCE VM
+runs) are left out: bash deploy/test.sh -L softroce-full runs them.
 Extra arguments replace both passes with one ctest run with
 those arguments (e.g. -R transport, -L smoke). Exits non-zero if a test
 failed.
@@ -59,8 +60,9 @@ if [[ $# -gt 0 ]]; then
   run_ctest -j "$jobs" "$@"
   status=$rc
 else
-  # Everything but the whole-cluster fail-over tests, in parallel.
-  run_ctest -j "$jobs" -LE failover
+  # Everything but the whole-cluster fail-over tests and the long
+  # Soft-RoCE VM runs (label softroce-full), in parallel.
+  run_ctest -j "$jobs" -LE 'failover|softroce-full'
   status=$rc
   # Each fail-over test runs a ZooKeeper ensemble (3 JVMs), three detector
   # replicas, two daemons and compute processes: one at a time. A run whose

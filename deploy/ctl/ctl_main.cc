@@ -5,6 +5,7 @@
 //   pandora-ctl status                                          epoch, memory nodes, members, failed-ids, recoveries
 //   pandora-ctl recover PID                                     run the recovery coordinator for PID by hand
 //   pandora-ctl fence PID                                       fence PID at every memory node
+//   pandora-ctl fence PID --memory-nodes A,B                    the same at the given daemons, without ZooKeeper
 //   pandora-ctl crash PID                                       SIGKILL the registered process of PID (this host)
 //
 // Common flags: --zookeeper --zk-root --cluster-id --secret-file.
@@ -98,21 +99,31 @@ class Ctl {
     return id;
   }
 
+  // Parses --memory-nodes into rec->memory_nodes; false (after a usage
+  // message) when one is not HOST:PORT.
+  bool parse_memory_nodes(ClusterRecord* rec) {
+    size_t pos = 0;
+    while (pos <= f_.memory_nodes.size()) {
+      size_t c = f_.memory_nodes.find(',', pos);
+      if (c == std::string::npos) c = f_.memory_nodes.size();
+      auto ep = parse_endpoint(std::string_view(f_.memory_nodes).substr(pos, c - pos));
+      if (!ep) {
+        usage("--memory-nodes: " + ep.status().message());
+        return false;
+      }
+      rec->memory_nodes.push_back(*ep);
+      pos = c + 1;
+    }
+    return true;
+  }
+
   int init() {
     if (f_.memory_nodes.empty()) return usage("init needs --memory-nodes");
     ClusterRecord rec;
     rec.cluster_id = f_.cluster_id;
     rec.lane_bytes = static_cast<uint32_t>(f_.lane_bytes);
     rec.protocol = f_.protocol;
-    size_t pos = 0;
-    while (pos <= f_.memory_nodes.size()) {
-      size_t c = f_.memory_nodes.find(',', pos);
-      if (c == std::string::npos) c = f_.memory_nodes.size();
-      auto ep = parse_endpoint(std::string_view(f_.memory_nodes).substr(pos, c - pos));
-      if (!ep) return usage("--memory-nodes: " + ep.status().message());
-      rec.memory_nodes.push_back(*ep);
-      pos = c + 1;
-    }
+    if (!parse_memory_nodes(&rec)) return kExitUsage;
     // The log area's lanes: what every node's log area holds.
     uint64_t lanes = UINT64_MAX;
     for (const Endpoint& ep : rec.memory_nodes) {
@@ -175,12 +186,23 @@ class Ctl {
   }
 
   int fence(uint16_t pid) {
-    auto reg = open();
-    if (!reg) return fail(reg.status());
-    if (Status s = fence_at_every_memory_node((*reg)->cluster(), secret_, pid, std::chrono::seconds(5)); !s) {
+    ClusterRecord direct;
+    std::unique_ptr<Registry> registry;
+    if (f_.zookeeper.empty()) {
+      // No registry (a cluster run without the failure detector): fence at
+      // the daemons named on the command line.
+      direct.cluster_id = f_.cluster_id;
+      if (!parse_memory_nodes(&direct)) return kExitUsage;
+    } else {
+      auto reg = open();
+      if (!reg) return fail(reg.status());
+      registry = std::move(*reg);
+    }
+    const ClusterRecord& cluster = registry ? registry->cluster() : direct;
+    if (Status s = fence_at_every_memory_node(cluster, secret_, pid, std::chrono::seconds(5)); !s) {
       return fail(s);
     }
-    fmt::print("pid {} fenced at {} memory node(s)\n", pid, (*reg)->cluster().memory_nodes.size());
+    fmt::print("pid {} fenced at {} memory node(s)\n", pid, cluster.memory_nodes.size());
     return 0;
   }
 
@@ -287,14 +309,17 @@ int main(int argc, char** argv) {
   OptionSet opts("pandora-ctl",
                  "Usage: pandora-ctl COMMAND [ARG] [options]\n"
                  "Commands: init (create the cluster's ZooKeeper tree; needs --memory-nodes), status, recover PID, "
-                 "fence PID, crash PID.\n"
+                 "fence PID (with --memory-nodes and no --zookeeper: at those daemons), crash PID.\n"
                  "Exit codes: 0 done, 1 failed, 2 usage, 3 no such cluster or pid (or the tree belongs to another "
                  "cluster id), 4 ZooKeeper or a memory node unavailable.");
-  opts.add_string("zookeeper", &f.zookeeper, "ZooKeeper ensemble HOST:PORT,HOST:PORT,...", true);
+  opts.add_string("zookeeper", &f.zookeeper,
+                  "ZooKeeper ensemble HOST:PORT,HOST:PORT,... (required, except by fence with --memory-nodes)");
   opts.add_string("zk-root", &f.zk_root, "the cluster's ZooKeeper path");
   opts.add_u64("cluster-id", &f.cluster_id, "cluster id (decimal or 0x hex)", 1, UINT64_MAX, true);
   opts.add_string("secret-file", &f.secret_file, "file holding the cluster secret", true);
-  opts.add_string("memory-nodes", &f.memory_nodes, "init: HOST:PORT,HOST:PORT of every memory daemon");
+  opts.add_string("memory-nodes", &f.memory_nodes,
+                  "init: HOST:PORT,HOST:PORT of every memory daemon; fence without --zookeeper: the daemons to "
+                  "fence at");
   opts.add_size("lane-bytes", &f.lane_bytes, "init: bytes of one log lane (must match the loader's --lane-bytes)",
                 kMinLaneBytes, 64u << 20);
   opts.add_choice("backend", &f.backend, {"tcp", "shm"}, "recover: data plane to the memory nodes");
@@ -340,6 +365,11 @@ int main(int argc, char** argv) {
     case OptionSet::Outcome::kHelp: fmt::print("{}", msg); return 0;
     case OptionSet::Outcome::kError: fmt::print(stderr, "pandora-ctl: {}\n", msg); return kExitUsage;
     case OptionSet::Outcome::kRun: break;
+  }
+  if (f.zookeeper.empty() && !(cmd == "fence" && !f.memory_nodes.empty())) {
+    fmt::print(stderr, "pandora-ctl: missing required option: --zookeeper{}\n",
+               cmd == "fence" ? " (or --memory-nodes: fence at those daemons without ZooKeeper)" : "");
+    return kExitUsage;
   }
   LogLevel level = LogLevel::kWarn;
   parse_log_level(f.log_level, &level);

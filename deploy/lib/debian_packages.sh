@@ -1,5 +1,5 @@
 # Installs the Debian packages a script needs, only when dpkg reports one
-# missing. Sourced by deploy/setup.sh and deploy/softroce-vm/run.sh.
+# missing. Sourced by deploy/setup.sh and deploy/softroce-vm/lib.sh.
 #
 #   ensure_debian_packages LABEL PACKAGE...
 #

@@ -6,13 +6,20 @@
 #      (run.sh resolved them with modprobe --show-depends for this kernel);
 #   2. mounts the 9p shares: "ctl" (read-write, run.sh's private directory:
 #      cmd.sh in, stage/out/rc back), "hostroot" (the host's / read-only),
-#      "share" (optional, read-write, mounted at the host path it came from);
+#      "share" and "exchange" (optional, read-write, each mounted at the host
+#      path it came from; two_vm.sh gives both VMs the same exchange);
 #   3. prepares the chroot: proc, sys, devtmpfs, devpts, tmpfs on /tmp, /run
 #      and /dev/shm, the control directory at /run/pandora-vm;
 #   4. sets eth0 up by hand (QEMU user-mode network, MTU 9000) and creates
 #      rxe0 over it with the host's own `rdma` tool, waits for PORT_ACTIVE;
+#      with NET1_MAC in the config (two_vm.sh), also sets up the second NIC
+#      (the one with that MAC: a private network to the other VM) with
+#      NET1_ADDR and NET1_MTU, and rxe0 goes on that NIC instead;
 #   5. runs cmd.sh in the chroot as root, output appended to ctl/out and its
 #      exit code written to ctl/rc; then powers off (QEMU runs -no-reboot).
+#      With STOPPABLE=1 in the config, a file ctl/stop makes init send the
+#      command SIGTERM (SIGKILL after STOP_GRACE_S seconds) - two_vm.sh stops
+#      one VM's command when the other's has finished.
 #
 # Progress goes to ctl/stage one word per line (init, net, rxe, run, done);
 # a failure writes "fail CODE reason" there (codes as documented in run.sh)
@@ -102,6 +109,10 @@ if [ -n "${SHARE:-}" ]; then
   mkdir -p "/host$SHARE" 2>/dev/null
   mount -t 9p -o "$p9opts" share "/host$SHARE" || fail 92 "mounting the share at $SHARE failed"
 fi
+if [ -n "${EXCHANGE:-}" ]; then
+  mkdir -p "/host$EXCHANGE" 2>/dev/null
+  mount -t 9p -o "$p9opts" exchange "/host$EXCHANGE" || fail 92 "mounting the exchange directory at $EXCHANGE failed"
+fi
 if [ -n "${PROJECT:-}" ]; then
   # run.sh's own checkout, when it lies under /tmp, /run or /dev/shm.
   mkdir -p "/host$PROJECT" 2>/dev/null
@@ -117,10 +128,24 @@ ip link set eth0 up || fail 92 "ip link set eth0 up failed"
 ip addr add "$GUEST_ADDR/24" dev eth0 || fail 92 "adding $GUEST_ADDR to eth0 failed"
 ip route add default via "$GATEWAY_ADDR" dev eth0 || fail 92 "adding the default route failed"
 echo "$GUEST_HOSTNAME" >/proc/sys/kernel/hostname
+rxe_netdev=eth0
+if [ -n "${NET1_MAC:-}" ]; then
+  # The private NIC, found by its MAC (not by probe order).
+  net1=""
+  for dev in /sys/class/net/*; do
+    [ "$(cat "$dev/address" 2>/dev/null)" = "$NET1_MAC" ] && net1="${dev##*/}"
+  done
+  [ -n "$net1" ] || fail 92 "no network interface with MAC $NET1_MAC (the second NIC)"
+  ip link set "$net1" mtu "${NET1_MTU:-9000}" || fail 92 "setting $net1's MTU to ${NET1_MTU:-9000} failed"
+  ip link set "$net1" up || fail 92 "ip link set $net1 up failed"
+  ip addr add "$NET1_ADDR" dev "$net1" || fail 92 "adding $NET1_ADDR to $net1 failed"
+  rxe_netdev="$net1"
+  log "$net1: $NET1_ADDR, MTU ${NET1_MTU:-9000}"
+fi
 stage net
 
-chroot /host /usr/bin/rdma link add rxe0 type rxe netdev eth0 ||
-  fail 91 "rdma link add rxe0 type rxe netdev eth0 failed"
+chroot /host /usr/bin/rdma link add rxe0 type rxe netdev "$rxe_netdev" ||
+  fail 91 "rdma link add rxe0 type rxe netdev $rxe_netdev failed"
 state_file=/sys/class/infiniband/rxe0/ports/1/state
 tries=0
 until grep -q ACTIVE "$state_file" 2>/dev/null; do
@@ -132,13 +157,43 @@ stage rxe
 
 # 5. the command, in the chroot, with a clean environment.
 stage run
-chroot /host /usr/bin/env -i \
-  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  HOME=/tmp TMPDIR=/tmp LANG=C.UTF-8 TERM=dumb PANDORA_SOFTROCE_VM=1 \
-  /bin/bash /run/pandora-vm/cmd.sh </dev/null >>/ctl/out 2>&1
-rc=$?
+env_i="PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp TMPDIR=/tmp LANG=C.UTF-8 TERM=dumb PANDORA_SOFTROCE_VM=1"
+if [ "${STOPPABLE:-0}" = 1 ]; then
+  # chroot, env and bash exec into one another and cmd.sh execs the
+  # command: $! is the command's pid. Until it has exited (a zombie),
+  # watch for ctl/stop.
+  # shellcheck disable=SC2086
+  chroot /host /usr/bin/env -i $env_i /bin/bash /run/pandora-vm/cmd.sh </dev/null >>/ctl/out 2>&1 &
+  cmd_pid=$!
+  stopping=0
+  waited=0
+  while :; do
+    read -r _ _ state _ <"/proc/$cmd_pid/stat" 2>/dev/null || break
+    [ "$state" = Z ] && break
+    if [ "$stopping" = 0 ] && [ -e /ctl/stop ]; then
+      log "stop requested: SIGTERM to the command (pid $cmd_pid)"
+      kill -TERM "$cmd_pid" 2>/dev/null
+      stopping=1
+    elif [ "$stopping" = 1 ]; then
+      waited=$((waited + 1))
+      if [ "$waited" -ge $((${STOP_GRACE_S:-30} * 5)) ]; then
+        log "the command ignored SIGTERM for ${STOP_GRACE_S:-30} s: SIGKILL"
+        kill -KILL "$cmd_pid" 2>/dev/null
+        stopping=2
+      fi
+    fi
+    sleep 0.2
+  done
+  wait "$cmd_pid"
+  rc=$?
+else
+  # shellcheck disable=SC2086
+  chroot /host /usr/bin/env -i $env_i /bin/bash /run/pandora-vm/cmd.sh </dev/null >>/ctl/out 2>&1
+  rc=$?
+fi
 echo "$rc" >/ctl/rc.tmp && mv /ctl/rc.tmp /ctl/rc
 stage done
 umount "/host$SHARE" 2>/dev/null
+[ -z "${EXCHANGE:-}" ] || umount "/host$EXCHANGE" 2>/dev/null
 [ -z "${PROJECT:-}" ] || umount "/host$PROJECT" 2>/dev/null
 halt_vm

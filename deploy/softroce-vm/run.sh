@@ -16,6 +16,11 @@
 # working directory.
 set -euo pipefail
 
+script_dir="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
+readonly script_dir
+# shellcheck source=deploy/softroce-vm/lib.sh
+source "$script_dir/lib.sh"
+
 usage() {
   cat <<USAGE
 Usage: bash deploy/softroce-vm/run.sh [options] -- COMMAND [ARGS...]
@@ -67,22 +72,6 @@ Environment:
 USAGE
 }
 
-readonly PACKAGES=(
-  qemu-system-x86 busybox-static cpio kmod iproute2
-  rdma-core ibverbs-providers ibverbs-utils perftest
-)
-# Modules the guest needs; modprobe --show-depends resolves each one's
-# dependencies for the chosen kernel and gives the load order (virtio PCI and
-# net, 9p over virtio, ib_uverbs, rdma_rxe). crc32_generic comes first: rxe
-# fails with "failed to init crc32 algorithm" without it.
-readonly MODULE_TARGETS=(crc32_generic virtio_pci virtio_net 9pnet_virtio 9p ib_uverbs rdma_rxe)
-# QEMU user-mode network: the guest's address and the gateway are QEMU's
-# defaults; the network is restrict=on (no traffic leaves the VM).
-readonly GUEST_ADDR=10.0.2.15 GATEWAY_ADDR=10.0.2.2 GUEST_HOSTNAME=pandora-vm
-
-readonly EXIT_USAGE=2 EXIT_CANNOT_RUN=88 EXIT_PREPARE=89 EXIT_BOOT=90 EXIT_RXE=91 \
-  EXIT_SETUP=92 EXIT_TIMEOUT=93 EXIT_LOST=94
-
 readonly default_timeout_s=300 default_memory_mib=2048
 # Half the host's cores, 1 to 4. Each vCPU is a busy host thread under TCG:
 # on the shared 2-core machine one vCPU ran the self-test in 33-41 s and two
@@ -92,19 +81,6 @@ default_cpus="$(( $(nproc 2>/dev/null || echo 2) / 2 ))"
 (( default_cpus <= 4 )) || default_cpus=4
 readonly default_cpus
 
-script_dir="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
-readonly script_dir
-
-say() { echo "softroce-vm: $*" >&2; }
-# die CODE MESSAGE...
-die() {
-  local code="$1"
-  shift
-  echo "softroce-vm: error: $*" >&2
-  exit "$code"
-}
-usage_error() { die "$EXIT_USAGE" "$* (see --help)"; }
-
 # ---------------------------------------------------------------- options
 timeout_s="$default_timeout_s"
 memory_mib="$default_memory_mib"
@@ -112,10 +88,6 @@ cpus="$default_cpus"
 share=""
 keep_logs=0
 kernel_pkg=""
-
-# need_value OPTION ARGC: the option takes a value.
-need_value() { [[ "$2" -ge 2 ]] || usage_error "$1 needs a value"; }
-positive_int() { [[ "$2" =~ ^[1-9][0-9]*$ ]] || usage_error "$1 expects a positive integer, got '$2'"; }
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -137,31 +109,11 @@ done
 (( memory_mib >= 256 )) || usage_error "--memory $memory_mib: at least 256 MiB are needed"
 (( cpus <= 64 )) || usage_error "--cpus $cpus: at most 64"
 
-if [[ -n "$share" ]]; then
-  [[ -d "$share" ]] || usage_error "--share $share: not a directory"
-  share="$(cd -- "$share" && pwd -P)"
-  # The path goes into QEMU's option syntax (commas) and the guest's config
-  # (a shell file): keep to plain characters.
-  [[ "$share" =~ ^/[A-Za-z0-9._/@+-]+$ ]] ||
-    usage_error "--share $share: only letters, digits and ._/@+- are supported in the path"
-  [[ "$share" != "/" ]] || usage_error "--share /: the host root is already shared (read-only)"
-  case "$share/" in
-    /proc/*|/sys/*|/dev/*) usage_error "--share $share: cannot share a kernel file system" ;;
-  esac
-fi
+[[ -z "$share" ]] || share="$(vm_check_share --share "$share")"
 
 # -------------------------------------------------------------- packages
 [[ "$(uname -s)" == Linux && "$(uname -m)" == x86_64 ]] ||
   die "$EXIT_CANNOT_RUN" "needs an x86-64 Linux host (this is $(uname -s) $(uname -m))"
-
-# shellcheck source=deploy/lib/debian_packages.sh
-source "$script_dir/../lib/debian_packages.sh"
-# 2: this host cannot install packages at all; 3: an install step failed.
-install_packages() {
-  local rc=0
-  ensure_debian_packages softroce-vm "${PACKAGES[@]}" || rc=$?
-  [[ $rc -eq 0 ]] || exit "$([[ $rc -eq 2 ]] && echo "$EXIT_CANNOT_RUN" || echo "$EXIT_PREPARE")"
-}
 
 # ------------------------------------------------- private temporary dir
 tmp=""
@@ -170,16 +122,7 @@ tail_pid=""
 
 stop_qemu() {
   [[ -n "$qemu_pid" ]] || return 0
-  if kill -0 "$qemu_pid" 2>/dev/null; then
-    kill -TERM "$qemu_pid" 2>/dev/null || true
-    local i
-    for ((i = 0; i < 50; i++)); do
-      kill -0 "$qemu_pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL "$qemu_pid" 2>/dev/null || true
-  fi
-  wait "$qemu_pid" 2>/dev/null || true
+  vm_stop_pid "$qemu_pid"
   qemu_pid=""
 }
 
@@ -205,229 +148,23 @@ trap 'exit 143' TERM
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/pandora-softroce-vm.XXXXXXXX")"
 
-# ------------------------------------------------------------- the kernel
-cache="${PANDORA_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pandora/softroce-vm}"
-
-# Sets kernel_pkg (unless given) and kernel_ver from the local apt lists.
-resolve_kernel() {
-  if [[ -z "$kernel_pkg" ]]; then
-    kernel_pkg="$(apt-cache depends linux-image-amd64 2>/dev/null |
-      awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9].*-amd64$/ { print $2; exit }')"
-  fi
-  kernel_ver=""
-  if [[ -n "$kernel_pkg" ]]; then
-    kernel_ver="$(apt-cache show --no-all-versions "$kernel_pkg" 2>/dev/null | awk '$1 == "Version:" { print $2; exit }')"
-  fi
-  if [[ -z "$kernel_pkg" || -z "$kernel_ver" ]]; then
-    die "$EXIT_PREPARE" "cannot find ${kernel_pkg:-the kernel package linux-image-amd64 depends on} in the apt lists; run apt-get update or pass --kernel-package"
-  fi
-}
-
-# What a cached kernel directory was made for: its layout (bump when
-# fetch_kernel changes what it stores) and the module targets.
-cache_key() {
-  echo "layout 2"
-  echo "modules ${MODULE_TARGETS[*]}"
-}
-
-# extract_pvh_kernel VMLINUZ CONFIG OUT: the uncompressed ELF kernel, when
-# the kernel can boot through PVH (CONFIG_PVH) and its payload is XZ. QEMU
-# boots such an ELF directly: under TCG this skips ~15 s of real-mode set-up
-# and XZ decompression. Without one, run.sh boots VMLINUZ.
-extract_pvh_kernel() {
-  local vmlinuz="$1" config="$2" out="$3" offset magic
-  grep -qx 'CONFIG_PVH=y' "$config" 2>/dev/null || return 0
-  # The bzImage's payload starts at the first XZ stream header.
-  offset="$(LC_ALL=C grep -obUaP -m1 '\xfd7zXZ\x00' "$vmlinuz" | head -n 1 | cut -d: -f1)"
-  [[ -n "$offset" ]] || return 0
-  tail -c "+$((offset + 1))" -- "$vmlinuz" | xz -dc --single-stream >"$out" 2>/dev/null || true
-  magic="$(head -c 4 -- "$out" 2>/dev/null | od -An -tx1 | tr -d ' ')"
-  if [[ "$magic" == 7f454c46 ]]; then
-    say "extracted the uncompressed kernel for a PVH boot"
-  else
-    rm -f -- "$out"
-  fi
-}
-
-# Downloads, verifies and unpacks the kernel into $kernel_dir (atomic: built
-# aside, then renamed).
-fetch_kernel() {
-  local dl="$tmp/download" tree="$tmp/kernel-tree" stage
-  mkdir -p "$dl"
-  # apt-get download drops privileges to _apt when run as root; let it write.
-  if [[ "$(id -u)" -eq 0 ]] && id _apt >/dev/null 2>&1; then chown _apt "$dl"; fi
-
-  local uri_line expected_sha
-  uri_line="$(apt-get download --print-uris "$kernel_pkg=$kernel_ver" 2>/dev/null | head -n 1)"
-  expected_sha="$(sed -n 's/.* SHA256:\([0-9a-f]\{64\}\)$/\1/p' <<<"$uri_line")"
-  [[ -n "$expected_sha" ]] || die "$EXIT_PREPARE" "apt-get download --print-uris gave no SHA256 for $kernel_pkg=$kernel_ver: '$uri_line'"
-
-  say "downloading $kernel_pkg $kernel_ver (about 70 MB) from the configured Debian mirror"
-  (cd -- "$dl" && apt-get -q download "$kernel_pkg=$kernel_ver") >"$tmp/download.log" 2>&1 || {
-    cat "$tmp/download.log" >&2
-    die "$EXIT_PREPARE" "apt-get download $kernel_pkg=$kernel_ver failed"
-  }
-  local deb
-  deb="$(find "$dl" -maxdepth 1 -name '*.deb' -print -quit)"
-  [[ -n "$deb" ]] || die "$EXIT_PREPARE" "apt-get download left no .deb in $dl"
-  # apt checked the file against the signed index already; check again
-  # against the hash the index gives, and record it.
-  local actual_sha
-  actual_sha="$(sha256sum "$deb" | cut -d' ' -f1)"
-  [[ "$actual_sha" == "$expected_sha" ]] ||
-    die "$EXIT_PREPARE" "$deb: SHA256 $actual_sha, but the signed apt index says $expected_sha"
-  say "verified $(basename -- "$deb") (SHA256 $actual_sha, as in the signed apt index)"
-
-  say "unpacking the kernel and resolving modules"
-  dpkg -x "$deb" "$tree" || die "$EXIT_PREPARE" "dpkg -x $deb failed"
-  local kver
-  kver="$(find "$tree/lib/modules" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | head -n 1)"
-  [[ -n "$kver" && -f "$tree/boot/vmlinuz-$kver" ]] || die "$EXIT_PREPARE" "$deb holds no lib/modules/VERSION with boot/vmlinuz-VERSION"
-  # The package ships no modules.dep (the postinst runs depmod): make it.
-  depmod -b "$tree" "$kver" || die "$EXIT_PREPARE" "depmod for $kver failed"
-
-  stage="$(mktemp -d "$cache/.kernel-stage.XXXXXXXX")"
-  mkdir -p "$stage/modules"
-  cp -- "$tree/boot/vmlinuz-$kver" "$stage/vmlinuz"
-  extract_pvh_kernel "$stage/vmlinuz" "$tree/boot/config-$kver" "$stage/vmlinux"
-  local target kind path seen=" " name
-  : >"$stage/modules.load"
-  for target in "${MODULE_TARGETS[@]}"; do
-    modprobe -d "$tree" -S "$kver" --show-depends "$target" >"$tmp/deps" 2>&1 ||
-      die "$EXIT_PREPARE" "module $target not found for kernel $kver: $(cat "$tmp/deps")"
-    while read -r kind path _; do
-      [[ "$kind" == insmod ]] || continue   # "builtin NAME": nothing to load
-      name="$(basename -- "$path")"
-      case "$name" in
-        *.ko.xz) xz -dc -- "$path" >"$stage/modules/${name%.xz}"; name="${name%.xz}" ;;
-        *.ko.zst) zstd -qdc -- "$path" >"$stage/modules/${name%.zst}"; name="${name%.zst}" ;;
-        *.ko.gz) gzip -dc -- "$path" >"$stage/modules/${name%.gz}"; name="${name%.gz}" ;;
-        *.ko) cp -- "$path" "$stage/modules/$name" ;;
-        *) die "$EXIT_PREPARE" "unexpected module file $path" ;;
-      esac
-      [[ "$seen" == *" $name "* ]] && continue
-      seen+="$name "
-      echo "$name" >>"$stage/modules.load"
-    done <"$tmp/deps"
-  done
-  cache_key >"$stage/cache.key"
-  cat >"$stage/PROVENANCE" <<EOF
-package: $kernel_pkg
-version: $kernel_ver
-kernel: $kver
-uri: $(cut -d' ' -f1 <<<"$uri_line" | tr -d "'")
-sha256: $actual_sha
-downloaded: $(date -u +%Y-%m-%dT%H:%M:%SZ)
-EOF
-  rm -rf -- "$kernel_dir"
-  mv -- "$stage" "$kernel_dir"
-  rm -rf -- "$tree" "$dl"
-  say "kernel $kver cached in $kernel_dir ($(wc -l <"$kernel_dir/modules.load") modules: $(tr '\n' ' ' <"$kernel_dir/modules.load"))"
-}
-
-# Builds the initramfs (busybox, guest-init.sh as /init, the modules) unless
-# one for the same inputs is cached; sets initramfs.
-build_initramfs() {
-  local key
-  key="$(cat "$script_dir/guest-init.sh" /bin/busybox "$kernel_dir/PROVENANCE" "$kernel_dir/modules.load" | sha256sum | cut -c1-16)"
-  initramfs="$cache/initramfs-$key.cpio.gz"
-  [[ -f "$initramfs" ]] && return
-  say "building the initramfs (busybox, $(wc -l <"$kernel_dir/modules.load") modules, init)"
-  local root="$tmp/initramfs"
-  mkdir -p "$root/bin" "$root/modules"
-  cp -- /bin/busybox "$root/bin/busybox"
-  cp -- "$script_dir/guest-init.sh" "$root/init"
-  chmod 0755 "$root/init" "$root/bin/busybox"
-  cp -- "$kernel_dir/modules/"*.ko "$root/modules/"
-  cp -- "$kernel_dir/modules.load" "$root/modules.load"
-  (cd -- "$root" && find . -print0 | LC_ALL=C sort -z |
-    cpio --null -o -H newc -R 0:0 --quiet | gzip -n -6) >"$initramfs.tmp.$$" ||
-    die "$EXIT_PREPARE" "building the initramfs failed"
-  mv -- "$initramfs.tmp.$$" "$initramfs"
-  rm -rf -- "$root"
-}
-
-prepare() {
-  install_packages
-  mkdir -p "$cache" || die "$EXIT_PREPARE" "cannot create the cache directory $cache"
-  # One preparation at a time per cache (concurrent runs, ctest -j).
-  local lock_fd
-  exec {lock_fd}>"$cache/.lock"
-  flock "$lock_fd"
-  resolve_kernel
-  kernel_dir="$cache/${kernel_pkg}_${kernel_ver//:/%3a}"
-  if [[ -f "$kernel_dir/PROVENANCE" && -f "$kernel_dir/vmlinuz" ]] &&
-     cmp -s "$kernel_dir/cache.key" <(cache_key); then
-    say "kernel: $kernel_pkg $kernel_ver (cached in $kernel_dir)"
-  else
-    fetch_kernel
-  fi
-  build_initramfs
-  prune_cache
-  exec {lock_fd}>&-
-}
-
-# Kernels and initramfs images not used for a week (another kernel version,
-# an older guest-init.sh) and leftovers of interrupted downloads go; what
-# this run uses is marked as used.
-prune_cache() {
-  touch -- "$kernel_dir" "$initramfs"
-  find "$cache" -mindepth 1 -maxdepth 1 -mtime +7 \
-    \( -name 'initramfs-*.cpio.gz*' -o -name 'linux-image-*' -o -name '.kernel-stage.*' \) \
-    -exec rm -rf -- {} + 2>/dev/null || true
-}
-
 # --------------------------------------------------------------- the VM
 prepare
-
-# The guest puts fresh tmpfs on /tmp, /run and /dev/shm, hiding the host's:
-# a checkout there (a CI clone in /tmp, say) would vanish with them, and
-# with it the commands and binaries this harness is asked to run. Such a
-# checkout is shared on its own, read-only, at the same path.
-project=""
-repo_root="$(cd -- "$script_dir/../.." && pwd -P)"
-case "$repo_root/" in
-  /tmp/*|/run/*|/dev/shm/*)
-    [[ "$repo_root" =~ ^/[A-Za-z0-9._/@+-]+$ ]] ||
-      die "$EXIT_PREPARE" "the checkout $repo_root lies under a directory the VM replaces, and its path has characters the share cannot carry (only letters, digits and ._/@+-); move it elsewhere"
-    project="$repo_root" ;;
-esac
+vm_detect_project
 
 ctl="$tmp/ctl"
 mkdir -p "$ctl"
 : >"$ctl/out"
-cat >"$ctl/config" <<EOF
+cat >"$ctl/config" <<CONFIG
 GUEST_ADDR=$GUEST_ADDR
 GATEWAY_ADDR=$GATEWAY_ADDR
 GUEST_HOSTNAME=$GUEST_HOSTNAME
 SHARE='$share'
 PROJECT='$project'
-EOF
-{
-  echo '#!/bin/bash'
-  echo "# Written by deploy/softroce-vm/run.sh; runs as root in the VM's chroot."
-  printf 'if ! cd -- %q 2>/dev/null; then\n' "$PWD"
-  printf '  echo %q >&2\n' "softroce-vm: note: $PWD does not exist inside the VM; running in /"
-  echo '  cd /'
-  echo 'fi'
-  printf 'exec'
-  printf ' %q' "$@"
-  echo
-} >"$ctl/cmd.sh"
+CONFIG
+vm_write_cmd "$ctl/cmd.sh" "$@"
 
-boot_kernel="$kernel_dir/vmlinuz"
-[[ ! -f "$kernel_dir/vmlinux" ]] || boot_kernel="$kernel_dir/vmlinux"
-qemu=(
-  qemu-system-x86_64
-  -nodefaults -no-user-config -display none -no-reboot
-  -machine pc -accel tcg,thread=multi -cpu max -smp "$cpus" -m "$memory_mib"
-  -kernel "$boot_kernel" -initrd "$initramfs"
-  -append "console=ttyS0 panic=-1 quiet loglevel=4 rdinit=/init ${PANDORA_VM_KERNEL_ARGS:-}"
-  -serial "file:$tmp/console.log"
-  -netdev user,id=net0,restrict=on -device virtio-net-pci,netdev=net0
-  -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap
-  -virtfs "local,path=${ctl//,/,,},mount_tag=ctl,security_model=none"
-)
+vm_qemu_command qemu "$ctl" "$tmp/console.log" "$cpus" "$memory_mib"
 [[ -z "$share" ]] || qemu+=(-virtfs "local,path=$share,mount_tag=share,security_model=none")
 [[ -z "$project" ]] ||
   qemu+=(-virtfs "local,path=$project,mount_tag=project,security_model=none,readonly=on,multidevs=remap")
@@ -478,39 +215,9 @@ wait "$tail_pid" 2>/dev/null || true
 tail_pid=""
 report_stages "$@"
 
-# show_log FILE LINES: the end of a log, for a harness failure.
-show_log() {
-  [[ -s "$1" ]] || return 0
-  echo "---- last $2 lines of $(basename -- "$1") ----" >&2
-  tail -n "$2" -- "$1" >&2
-  echo "----" >&2
-}
-
-if [[ -f "$ctl/rc" ]]; then
-  rc="$(cat "$ctl/rc")"
-  [[ "$rc" =~ ^[0-9]+$ ]] || die "$EXIT_LOST" "unreadable exit code '$rc' from the VM"
-  say "command exited with $rc ($(elapsed) s after boot)"
-  exit "$rc"
+vm_verdict "$ctl" "$tmp/console.log" "$tmp/qemu.log" "$timed_out" "$seen_stages" "$qemu_rc" "$timeout_s"
+if [[ "$verdict_cmd" -eq 1 ]]; then
+  say "command exited with $verdict_code ($(elapsed) s after boot)"
+  exit "$verdict_code"
 fi
-fail_line="$(grep -m1 '^fail ' "$ctl/stage" 2>/dev/null || true)"
-if [[ -z "$fail_line" ]]; then
-  fail_line="$(grep -a -m1 -o 'FAILED ([0-9]*): .*' "$tmp/console.log" 2>/dev/null |
-    sed -E 's/^FAILED \(([0-9]+)\): /fail \1 /' || true)"
-fi
-if [[ -n "$fail_line" ]]; then
-  read -r _ code reason <<<"$fail_line"
-  [[ "$code" =~ ^9[0-4]$ ]] || code="$EXIT_SETUP"
-  show_log "$tmp/console.log" 30
-  die "$code" "VM set-up failed: $reason"
-fi
-if [[ " $seen_stages " == *" run "* ]]; then
-  show_log "$tmp/console.log" 30
-  [[ "$timed_out" -eq 0 ]] || die "$EXIT_TIMEOUT" "the command did not finish within ${timeout_s} s"
-  die "$EXIT_LOST" "the VM stopped while the command ran, without its exit code (QEMU exit $qemu_rc)"
-fi
-show_log "$tmp/qemu.log" 20
-show_log "$tmp/console.log" 30
-if [[ "$timed_out" -eq 1 ]]; then
-  die "$EXIT_BOOT" "the VM did not get to the command within ${timeout_s} s (stages reached:${seen_stages:- none})"
-fi
-die "$EXIT_BOOT" "the VM stopped before the command started (QEMU exit $qemu_rc; stages reached:${seen_stages:- none})"
+die "$verdict_code" "$verdict_msg"
