@@ -17,6 +17,9 @@
 //    so its completion covers the chain). When the send queue or the staging
 //    buffer is full, the rest waits in posted order and goes out as
 //    completions free room (in poll() and wait()).
+//  * Order: a WRITE, CAS or FAA behind a READ that has not completed waits
+//    for it (a READ whose response was lost is executed again and must not
+//    see a later write of ours); see pump().
 //  * Durability: a WRITE, CAS or FAA completes only after a READ posted
 //    behind it on the same queue pair has completed (the chain ends with a
 //    READ, or an 8-byte READ is added). The responder executes requests in
