@@ -32,6 +32,9 @@ set -euo pipefail
 
 script_dir="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
 root="$(cd -- "$script_dir/../.." && pwd -P)"
+# roce_v2_gid_index, listening: shared with selftest.sh.
+# shellcheck source=guest_lib.sh
+source "$script_dir/guest_lib.sh"
 
 usage() {
   cat <<USAGE
@@ -134,34 +137,12 @@ step() {
 }
 
 # ------------------------------------------------------ RoCE v2 GID index
-# As in selftest.sh: the RoCE v2 entry whose GID is IPv4-mapped.
-gid_index=""
-for type_file in "$sysdev"/ports/1/gid_attrs/types/*; do
-  index="${type_file##*/}"
-  type="" gid=""
-  read -r type <"$type_file" 2>/dev/null || true   # unused entries: EINVAL
-  [[ "$type" == "RoCE v2" ]] || continue
-  read -r gid <"$sysdev/ports/1/gids/$index" 2>/dev/null || true
-  if [[ "$gid" == 0000:0000:0000:0000:0000:ffff:* ]]; then
-    gid_index="$index"
-    break
-  fi
-done
+# The RoCE v2 entry whose GID is IPv4-mapped (guest_lib.sh).
+gid_index="$(roce_v2_gid_index "$sysdev")" || gid_index=""
 [[ -n "$gid_index" ]] || die "no IPv4-mapped RoCE v2 GID on $device port 1"
 step "$device port 1, RoCE v2 GID index $gid_index"
 
 # -------------------------------------------------------------- the daemon
-# listening PORT: a TCP socket listens on PORT (/proc/net/tcp*, state 0A).
-listening() {
-  local hex sl local_addr rem st _
-  printf -v hex ':%04X' "$1"
-  for f in /proc/net/tcp /proc/net/tcp6; do
-    while read -r sl local_addr rem st _; do
-      [[ "$local_addr" == *"$hex" && "$st" == 0A ]] && return 0
-    done <"$f"
-  done
-  return 1
-}
 
 cluster_id=$((0x5eed0000 + RANDOM))
 region_dir="/dev/shm/perf-compare-$$"

@@ -48,6 +48,10 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
+# roce_v2_gid_index, listening: shared with perf_compare.sh.
+# shellcheck source=guest_lib.sh
+source "$(dirname -- "${BASH_SOURCE[0]}")/guest_lib.sh"
+
 sysdev="/sys/class/infiniband/$device"
 if [[ ! -d "$sysdev" ]]; then
   echo "selftest: SKIP: no RDMA device $device here (run it in the VM: deploy/softroce-vm/run.sh -- $0)"
@@ -98,18 +102,7 @@ echo "selftest:   state $state, active_mtu $active_mtu, atomic_cap $atomic_cap"
 # ------------------------------------------------------- 2. RoCE v2 GID
 # sysfs lists each GID with its type; the one to use for IPv4 addressing is
 # the RoCE v2 entry whose GID is IPv4-mapped (::ffff:a.b.c.d).
-gid_index=""
-for type_file in "$sysdev"/ports/1/gid_attrs/types/*; do
-  index="${type_file##*/}"
-  type="" gid=""
-  read -r type <"$type_file" 2>/dev/null || true   # unused entries: EINVAL
-  [[ "$type" == "RoCE v2" ]] || continue
-  read -r gid <"$sysdev/ports/1/gids/$index" 2>/dev/null || true
-  if [[ "$gid" == 0000:0000:0000:0000:0000:ffff:* ]]; then
-    gid_index="$index"
-    break
-  fi
-done
+gid_index="$(roce_v2_gid_index "$sysdev")" || gid_index=""
 [[ -n "$gid_index" ]] || {
   grep GID "$work/devinfo" || true
   fail "no IPv4-mapped RoCE v2 GID on $device port 1 (has the netdev an IPv4 address?)"
@@ -123,18 +116,6 @@ done <"$work/devinfo"
 echo "selftest:   RoCE v2 GID index $gid_index:${devinfo_gid#*:}"
 
 # ------------------------------------------------------ loopback helpers
-# listening PORT: a TCP socket listens on PORT (read from /proc/net/tcp*:
-# local address "ADDR:PORT" in hex, state 0A = LISTEN).
-listening() {
-  local hex sl local_addr rem st _
-  printf -v hex ':%04X' "$1"
-  for f in /proc/net/tcp /proc/net/tcp6; do
-    while read -r sl local_addr rem st _; do
-      [[ "$local_addr" == *"$hex" && "$st" == 0A ]] && return 0
-    done <"$f"
-  done
-  return 1
-}
 
 # wait_listening PORT: until a TCP socket listens on PORT (the tools' out-of-
 # band exchange), for at most 60 s or until the server has exited.
