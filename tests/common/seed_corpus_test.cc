@@ -58,7 +58,7 @@ TEST(SeedCorpus, FrameSeedsAreStreamsOfValidFrames) {
 }
 
 TEST(SeedCorpus, ControlSeedsCoverEveryTypeAndDecode) {
-  std::vector<bool> seen(14, false);
+  std::vector<bool> seen(static_cast<size_t>(ControlType::kVerbsInfo) + 1, false);
   for (const auto& [name, data] : seed_files("control")) {
     Result<size_t> len = control_frame_length(bytes(data));
     ASSERT_TRUE(len.is_ok()) << name;

@@ -15,7 +15,7 @@ import struct
 HERE = os.path.dirname(os.path.abspath(__file__))
 FRAME_MAGIC = 0x5044
 CONTROL_MAGIC = 0x4C544350
-CONTROL_VERSION = 3
+CONTROL_VERSION = 4
 READ, WRITE, CAS, FAA = 1, 2, 3, 4
 HEARTBEAT_MAGIC = 0x54424850
 HEARTBEAT_VERSION = 1
@@ -102,6 +102,13 @@ def main():
         "11_stats_reply": control(11, struct.pack("<13Q", *range(1, 14))),
         "12_region_info_request": control(12, b""),
         "13_region_info_reply": control(13, region()),
+        "14_unfence": control(14, struct.pack("<H", 3)),
+        # queue pair address: qpn, psn, gid[16], lid, mtu code, link layer;
+        # then SetupVerbs: max_rd_atomic; VerbsInfo: rkey, base va, max_rd_atomic
+        "15_setup_verbs": control(15, struct.pack("<II", 0x11, 0x123456) + bytes(10) + b"\xff\xff\x0a\x00\x02\x0f"
+                                  + struct.pack("<HBB", 0, 5, 2) + struct.pack("<B", 16)),
+        "16_verbs_info": control(16, struct.pack("<II", 0x12, 0x654321) + bytes(10) + b"\xff\xff\x0a\x00\x02\x0f"
+                                 + struct.pack("<HBB", 0, 5, 2) + struct.pack("<IQB", 0x1234, 0x7f0000000000, 16)),
     }
     write_all(os.path.join(HERE, "seeds", "control"), messages)
 
