@@ -8,22 +8,18 @@
 
 namespace pandora::memd {
 
+// Members are destroyed in reverse order: the registration (if still
+// there) before its domain; a session's queue pair before the access whose
+// domain it lives in.
 struct VerbsServer::Access {
   VerbsPtr<ibv_pd> pd;
   VerbsPtr<ibv_mr> mr;  // empty once revoked
-  // Destroyed in this order: the registration (if still there), then the
-  // domain; sessions holding the Access destroy their queue pairs first.
-  ~Access() {
-    mr.reset();
-    pd.reset();
-  }
 };
 
 struct VerbsServer::Session {
   uint16_t compute_id = 0;
   std::shared_ptr<Access> access;
   VerbsPtr<ibv_qp> qp;
-  ~Session() { qp.reset(); }  // before `access` can free the domain
 };
 
 VerbsServer::VerbsServer(std::unique_ptr<VerbsDevice> dev, Region& region, FenceTable& fences, Logger log)
@@ -45,11 +41,6 @@ Result<std::unique_ptr<VerbsServer>> VerbsServer::open(const VerbsOptions& optio
     return Status(Errc::kIo, fmt::format("ibv_create_cq on {}: {}", s->dev_->name(), std::strerror(errno)));
   }
   return s;
-}
-
-size_t VerbsServer::sessions() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return sessions_.size();
 }
 
 Result<wire::VerbsInfo> VerbsServer::setup(uint64_t session, uint16_t compute_id, uint32_t generation,

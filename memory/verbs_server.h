@@ -64,7 +64,6 @@ class VerbsServer {
   // See the file comment. Idempotent.
   void revoke(uint16_t compute_id);
 
-  size_t sessions() const;
   const VerbsDevice& device() const { return *dev_; }
 
  private:

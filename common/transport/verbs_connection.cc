@@ -141,13 +141,16 @@ Status VerbsConnection::connect(const wire::VerbsInfo& info, net::UniqueFd contr
   return Status::ok();
 }
 
-std::string VerbsConnection::describe() const {
-  return fmt::format("{}, send queue {}, inline {} B, {} READs/atomics in flight", dev_->describe(), sq_depth_,
-                     max_inline_, max_rd_atomic_);
-}
-
-void VerbsConnection::post(const Op& in) {
-  Op op = in;
+void VerbsConnection::post(OpType type, uint64_t remote, uint32_t len, void* user, uint64_t a, uint64_t b,
+                           uint64_t wr_id) {
+  Op op;
+  op.wr_id = wr_id;
+  op.op = type;
+  op.len = len;
+  op.remote = remote;
+  op.user = user;
+  op.a = a;
+  op.b = b;
   if (health_ != Errc::kOk) {
     op.done = true;
     op.status = health_;
@@ -160,44 +163,19 @@ void VerbsConnection::post(const Op& in) {
 }
 
 void VerbsConnection::post_read(uint64_t remote, void* local, uint32_t len, uint64_t wr_id) {
-  Op op;
-  op.wr_id = wr_id;
-  op.op = OpType::kRead;
-  op.len = len;
-  op.remote = remote;
-  op.user = local;
-  post(op);
+  post(OpType::kRead, remote, len, local, 0, 0, wr_id);
 }
 
 void VerbsConnection::post_write(uint64_t remote, const void* local, uint32_t len, uint64_t wr_id) {
-  Op op;
-  op.wr_id = wr_id;
-  op.op = OpType::kWrite;
-  op.len = len;
-  op.remote = remote;
-  op.user = const_cast<void*>(local);  // only ever read from
-  post(op);
+  post(OpType::kWrite, remote, len, const_cast<void*>(local), 0, 0, wr_id);  // only ever read from
 }
 
 void VerbsConnection::post_cas(uint64_t remote, uint64_t expected, uint64_t desired, uint64_t wr_id) {
-  Op op;
-  op.wr_id = wr_id;
-  op.op = OpType::kCas;
-  op.len = 8;
-  op.remote = remote;
-  op.a = expected;
-  op.b = desired;
-  post(op);
+  post(OpType::kCas, remote, 8, nullptr, expected, desired, wr_id);
 }
 
 void VerbsConnection::post_faa(uint64_t remote, uint64_t add, uint64_t wr_id) {
-  Op op;
-  op.wr_id = wr_id;
-  op.op = OpType::kFaa;
-  op.len = 8;
-  op.remote = remote;
-  op.a = add;
-  post(op);
+  post(OpType::kFaa, remote, 8, nullptr, add, 0, wr_id);
 }
 
 bool VerbsConnection::stage(Op& op) {

@@ -100,9 +100,6 @@ class VerbsConnection final : public Connection {
   uint64_t data_end() const override { return hi_; }
   std::string_view backend() const override { return "verbs"; }
 
-  // The device, port, GID and MTU in use (for logs).
-  std::string describe() const;
-
  private:
   struct Op {
     uint64_t wr_id = 0;
@@ -123,7 +120,9 @@ class VerbsConnection final : public Connection {
   };
 
   VerbsConnection() = default;
-  void post(const Op& op);
+  // Queues one operation (READ: `user` is the destination; WRITE: the
+  // source; CAS: a expected, b desired; FAA: a the addend).
+  void post(OpType type, uint64_t remote, uint32_t len, void* user, uint64_t a, uint64_t b, uint64_t wr_id);
   // Posts as much of the flushed, unsent work as the send queue and the
   // staging buffer take.
   void pump();
@@ -140,7 +139,6 @@ class VerbsConnection final : public Connection {
   // past its deadline; returns that deadline (max() when none).
   std::chrono::steady_clock::time_point check_timeout();
   size_t drain(std::span<Completion> out);
-  bool in_flight() const { return sent_ > 0; }
 
   std::unique_ptr<VerbsDevice> dev_;
   // Destroyed in reverse order: the queue pair first (nothing more can

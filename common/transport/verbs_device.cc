@@ -73,7 +73,7 @@ uint8_t first_active_port(ibv_context* ctx, const ibv_device_attr& attr) {
 }  // namespace
 
 Status VerbsOptions::validate() const {
-  if (mtu != 0 && mtu != 256 && mtu != 512 && mtu != 1024 && mtu != 2048 && mtu != 4096) {
+  if (mtu != 0 && mtu_code(mtu) == 0) {
     return Status(Errc::kInvalidArgument,
                   fmt::format("RDMA MTU {} must be 256, 512, 1024, 2048 or 4096 bytes (0: the port's active MTU)", mtu));
   }
@@ -120,7 +120,7 @@ Result<VerbsOptions> VerbsFlags::to_options() const {
     }
     o.gid_index = static_cast<int>(v);
   }
-  if (mtu != 0 && mtu != 256 && mtu != 512 && mtu != 1024 && mtu != 2048 && mtu != 4096) {
+  if (mtu != 0 && mtu_code(static_cast<uint32_t>(mtu)) == 0) {
     return Status(Errc::kInvalidArgument,
                   fmt::format("--rdma-mtu {} must be 256, 512, 1024, 2048 or 4096 (0: the port's active MTU)", mtu));
   }
@@ -139,6 +139,13 @@ void VerbsDeleter::operator()(ibv_mr* p) const { ibv_dereg_mr(p); }
 
 ibv_mr* register_memory(ibv_pd* pd, void* addr, size_t length, int access) {
   return ibv_reg_mr(pd, addr, length, access);
+}
+
+int mtu_code(uint32_t bytes) {
+  for (int m = IBV_MTU_256; m <= IBV_MTU_4096; ++m) {
+    if (mtu_bytes(m) == bytes) return m;
+  }
+  return 0;
 }
 
 uint32_t mtu_bytes(int mtu) {
@@ -211,10 +218,7 @@ Result<std::unique_ptr<VerbsDevice>> VerbsDevice::open(const VerbsOptions& optio
   dev->link_layer_ = pa.link_layer == IBV_LINK_LAYER_ETHERNET ? 2 : 1;
   dev->mtu_ = pa.active_mtu;
   if (options.mtu != 0) {
-    ibv_mtu want = IBV_MTU_1024;
-    for (int m = IBV_MTU_256; m <= IBV_MTU_4096; ++m) {
-      if (mtu_bytes(m) == options.mtu) want = static_cast<ibv_mtu>(m);
-    }
+    const auto want = static_cast<ibv_mtu>(mtu_code(options.mtu));  // validate() checked it
     if (want > pa.active_mtu) {
       return Status(Errc::kInvalidArgument,
                     fmt::format("RDMA MTU {} exceeds the active MTU {} of {} port {} (the network interface's MTU "

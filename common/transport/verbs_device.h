@@ -126,5 +126,7 @@ ibv_mr* register_memory(ibv_pd* pd, void* addr, size_t length, int access);
 
 // MTU in bytes of an ibv_mtu code (0 for an unknown code).
 uint32_t mtu_bytes(int mtu);
+// The ibv_mtu code of an MTU in bytes (0 unless it is 256, 512, ..., 4096).
+int mtu_code(uint32_t bytes);
 
 }  // namespace pandora
