@@ -46,6 +46,7 @@
 #include "common/transport/client.h"
 #include "common/transport/socket_util.h"
 #include "common/transport/transport.h"
+#include "common/transport/verbs_connection.h"
 #include "common/wire/control.h"
 #include "common/wire/frame.h"
 #include "common/checksum.h"
@@ -923,6 +924,20 @@ TEST_P(TransportConformance, AdminSessionHasNoDataPlane) {
   auto reply = a->call(setup);
   ASSERT_FALSE(reply) << "the daemon set up a data plane for an admin session";
   EXPECT_EQ(reply.status().code(), Errc::kInvalidArgument) << reply.status().to_string();
+}
+
+TEST_P(TransportConformance, OneVerbsDataPlanePerSession) {
+  if (backend() != Backend::kVerbs) GTEST_SKIP() << "verbs only";
+  auto cc = ControlClient::connect(memd_->endpoint(), memd_->identity(3), 5s);
+  ASSERT_TRUE(cc) << cc.status().to_string();
+  auto qp = VerbsConnection::create(VerbsOptions{}, (*cc)->region(), 5s);
+  ASSERT_TRUE(qp) << qp.status().to_string();
+  auto first = (*cc)->call((*qp)->setup_request());
+  ASSERT_TRUE(first) << first.status().to_string();
+  ASSERT_TRUE(std::holds_alternative<wire::VerbsInfo>(*first));
+  auto second = (*cc)->call((*qp)->setup_request());
+  ASSERT_FALSE(second) << "a second queue pair on one session";
+  EXPECT_EQ(second.status().code(), Errc::kInvalidArgument) << second.status().to_string();
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, TransportConformance,
