@@ -77,7 +77,10 @@ class Membership {
   // (retired: never issued again until recycled) and releases its lane
   // slot, so the detector does not take the exit for a crash. Not fenced:
   // call only with no transaction in flight and the data connections
-  // closed.
+  // closed. When ZooKeeper cannot be written (no quorum), the record stays
+  // and the heartbeats stop: the detector recovers the pid like a crash,
+  // which fences it, finds its lanes empty and releases the lease, so an
+  // error here leaks nothing; it is only slower.
   Status leave();
 
   // ford's stop-the-world pause (recovery/recovery_coordinator.h): the

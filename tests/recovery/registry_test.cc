@@ -4,8 +4,10 @@
 // lifetimes on a default-sized log area (pids retire, lane slots come back).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "common/latch.h"
 #include "common/slot_layout.h"
@@ -440,6 +442,12 @@ TEST_F(RegistryZkTest, PidsAreRecycledInATinyPidSpace) {
   // planted after the last recycle are still there (their pids not due).
   EXPECT_LE(released, 40u);
   EXPECT_GE(released, 30u);
+  // The member writes its acknowledgement to ZooKeeper before it counts it,
+  // so the recycler can return first: wait (bounded) for the count.
+  const auto ack_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((*live)->recycles_acknowledged() < recycles && std::chrono::steady_clock::now() < ack_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   EXPECT_GE((*live)->recycles_acknowledged(), recycles);
   // Pids were issued again, and never beyond the pid space.
   EXPECT_TRUE(std::any_of(issued.begin(), issued.end(), [](const auto& kv) { return kv.second > 1; }));
