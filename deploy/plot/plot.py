@@ -4,8 +4,9 @@
     python3 deploy/plot/plot.py --bars bars.png REPORT.json ...
     python3 deploy/plot/plot.py --timeline timeline.png p0.csv p1.csv p2.csv   (or reports)
 
---bars: per workload a group of bars, one per protocol (and backend, when the
-reports have several): throughput (commits/s) and p50 / p99 commit latency.
+--bars: per workload a group of bars, one per protocol (and backend, and
+number of processes, when the reports have several): throughput (commits/s)
+and p50 / p99 commit latency.
 Several reports of one (workload, protocol, backend), e.g. rounds, are shown
 as their median. Merged reports (deploy/bench/run.sh) count as one run.
 
@@ -32,11 +33,14 @@ def bars(paths, png, title):
         rep = load_report(p)
         if "seconds" not in rep:
             raise ReportError(f"{p}: no run in this report (--seconds 0): nothing to draw")
-        groups.setdefault((rep["workload"], rep["protocol"], rep["backend"]), []).append(rep)
+        procs = max(1, len(rep.get("processes", [])))
+        groups.setdefault((rep["workload"], rep["protocol"], rep["backend"], procs), []).append(rep)
     workloads = sorted({k[0] for k in groups})
-    series = sorted({(k[1], k[2]) for k in groups})
+    series = sorted({k[1:] for k in groups})
     several_backends = len({s[1] for s in series}) > 1
-    label = {s: f"{s[0]}/{s[1]}" if several_backends else s[0] for s in series}
+    several_counts = len({s[2] for s in series}) > 1
+    label = {s: s[0] + (f"/{s[1]}" if several_backends else "") + (f" x{s[2]} proc" if several_counts else "")
+             for s in series}
 
     import matplotlib
     matplotlib.use("Agg")
@@ -51,7 +55,7 @@ def bars(paths, png, title):
         for j, s in enumerate(series):
             xs, ys = [], []
             for i, w in enumerate(workloads):
-                reps = groups.get((w, s[0], s[1]))
+                reps = groups.get((w,) + s)
                 if reps:
                     xs.append(i + (j - (len(series) - 1) / 2) * width)
                     ys.append(statistics.median(get(r) for r in reps))

@@ -90,18 +90,14 @@ Result<BenchReport> merge_reports(const std::vector<BenchReport>& reports) {
     if (Status s = check_fit(first, r, ids); !s) return s;
   }
 
-  BenchReport m;
-  m.git_commit = first.git_commit;
-  m.config = first.config;
-  m.workload = first.workload;
-  m.workload_options = first.workload_options;
-  m.protocol = first.protocol;
-  m.backend = first.backend;
-  m.memory_nodes = first.memory_nodes;
-  m.replicas = first.replicas;
-  m.threads = first.threads;
-  m.coordinators = first.coordinators;
-  m.seed = first.seed;
+  // The configuration is the first process's (the others differ in their
+  // compute ids and output files); per-process facts go.
+  BenchReport m = first;
+  m.source.clear();
+  m.compute_id = 0;
+  m.load_seconds = 0;
+  m.rows_loaded = 0;
+  m.invariant_before.reset();
   m.check = {false, false, "not run yet (the merge runs it once for every process)"};
 
   ReportRun run;
