@@ -36,6 +36,12 @@ if(NOT OpenSSL_FOUND OR NOT TARGET OpenSSL::Crypto)
   pandora_missing("OpenSSL libcrypto" "libssl-dev")
 endif()
 
+# nlohmann-json: pandora-bench's JSON reports (written and read back to merge).
+find_package(nlohmann_json 3 CONFIG QUIET)
+if(NOT nlohmann_json_FOUND)
+  pandora_missing("nlohmann-json" "nlohmann-json3-dev")
+endif()
+
 find_library(IBVERBS_LIBRARY ibverbs)
 find_path(IBVERBS_INCLUDE_DIR infiniband/verbs.h)
 if(NOT IBVERBS_LIBRARY OR NOT IBVERBS_INCLUDE_DIR)

@@ -40,6 +40,21 @@ void LatencyHistogram::merge(const LatencyHistogram& other) {
   min_ = std::min(min_, other.min_);
 }
 
+LatencyHistogram LatencyHistogram::from_buckets(const std::vector<std::pair<int, uint64_t>>& buckets, uint64_t sum,
+                                                uint64_t min, uint64_t max) {
+  LatencyHistogram h;
+  for (const auto& [b, n] : buckets) {
+    h.buckets_[static_cast<std::size_t>(b)] += n;
+    h.count_ += n;
+  }
+  if (h.count_ > 0) {
+    h.sum_ = sum;
+    h.min_ = min;
+    h.max_ = max;
+  }
+  return h;
+}
+
 uint64_t LatencyHistogram::percentile(double q) const {
   if (count_ == 0) return 0;
   q = std::clamp(q, 0.0, 1.0);

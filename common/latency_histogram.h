@@ -5,7 +5,10 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace pandora {
 
@@ -23,6 +26,16 @@ class LatencyHistogram {
   void reset() { *this = LatencyHistogram(); }
 
   uint64_t count() const { return count_; }
+  uint64_t sum() const { return sum_; }
+  // Samples in bucket `b` (0 <= b < kBuckets): with sum/min/max, everything
+  // a report needs to carry so that histograms of several processes can be
+  // merged exactly later (percentiles cannot be averaged).
+  uint64_t bucket_count(int b) const { return buckets_[static_cast<std::size_t>(b)]; }
+  // The inverse: a histogram from its bucket counts (index, samples) and
+  // exact sum, min and max, as bucket_count()/sum()/min()/max() returned
+  // them. The caller validates (indexes in range, min <= max).
+  static LatencyHistogram from_buckets(const std::vector<std::pair<int, uint64_t>>& buckets, uint64_t sum,
+                                       uint64_t min, uint64_t max);
   uint64_t max() const { return count_ ? max_ : 0; }
   uint64_t min() const { return count_ ? min_ : 0; }
   double mean() const { return count_ ? static_cast<double>(sum_) / static_cast<double>(count_) : 0.0; }

@@ -156,6 +156,7 @@ void OptionSet::add_string(std::string name, std::string* target, std::string he
   o.name = std::move(name);
   o.help = std::move(help);
   o.default_text = *target;
+  o.current = [target] { return *target; };
   o.required = required;
   o.apply = [target](std::string_view v) {
     *target = std::string(v);
@@ -171,6 +172,7 @@ void OptionSet::add_u64(std::string name, uint64_t* target, std::string help, ui
   const std::string range = range_text(min, max, &decimal_text);
   o.help = range.empty() ? std::move(help) : fmt::format("{} ({})", help, range);
   o.default_text = std::to_string(*target);
+  o.current = [target] { return std::to_string(*target); };
   o.required = required;
   o.apply = [target, min, max, range](std::string_view v) -> Status {
     Result<uint64_t> r = parse_u64(v);
@@ -189,6 +191,7 @@ void OptionSet::add_size(std::string name, uint64_t* target, std::string help, u
   const std::string range = range_text(min, max, &size_text);
   o.help = range.empty() ? std::move(help) : fmt::format("{} ({})", help, range);
   o.default_text = size_text(*target);
+  o.current = [target] { return size_text(*target); };
   o.required = required;
   o.apply = [target, min, max, range](std::string_view v) -> Status {
     Result<uint64_t> r = parse_size(v);
@@ -205,6 +208,7 @@ void OptionSet::add_flag(std::string name, bool* target, std::string help) {
   o.name = std::move(name);
   o.help = std::move(help);
   o.default_text = *target ? "true" : "false";
+  o.current = [target] { return std::string(*target ? "true" : "false"); };
   o.is_flag = true;
   o.apply = [target](std::string_view v) -> Status {
     Result<bool> r = parse_bool(v);
@@ -223,6 +227,7 @@ void OptionSet::add_choice(std::string name, std::string* target, std::vector<st
   for (const std::string& c : choices) list += (list.empty() ? "" : ", ") + c;
   o.help = fmt::format("{} (one of: {})", help, list);
   o.default_text = *target;
+  o.current = [target] { return *target; };
   o.apply = [target, choices = std::move(choices), list](std::string_view v) -> Status {
     if (std::find(choices.begin(), choices.end(), v) == choices.end()) {
       return invalid(fmt::format("expected one of {}, got '{}'", list, v));
@@ -245,6 +250,13 @@ bool OptionSet::was_set(std::string_view name) const {
     if (o.name == name) return o.set;
   }
   return false;
+}
+
+std::vector<std::pair<std::string, std::string>> OptionSet::values() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  out.reserve(options_.size());
+  for (const Option& o : options_) out.emplace_back(o.name, o.current());
+  return out;
 }
 
 // `origin` is empty for the command line (options are shown as --name) and

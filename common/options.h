@@ -17,6 +17,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -67,6 +68,11 @@ class OptionSet {
   // Whether the option was given (flag or file), as opposed to defaulted.
   bool was_set(std::string_view name) const;
 
+  // Every option's name and current value (sizes as "64M", flags as
+  // "true"/"false"), in declaration order: what a run records as its
+  // configuration. Reads the bound targets, so call it while they live.
+  std::vector<std::pair<std::string, std::string>> values() const;
+
  private:
   struct Option {
     std::string name;
@@ -76,6 +82,7 @@ class OptionSet {
     bool is_flag = false;
     bool set = false;
     std::function<Status(std::string_view)> apply;
+    std::function<std::string()> current;  // the target's value as text
   };
   Option* find(std::string_view name);
   Status apply(std::string_view name, std::string_view value, bool has_value, std::string_view origin);

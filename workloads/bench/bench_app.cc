@@ -102,17 +102,203 @@ Status load_tables(Cluster& cluster, const std::vector<std::unique_ptr<Workload>
   return Status::ok();
 }
 
-bool write_file(const std::string& path, const std::string& text) {
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) return false;
-  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  return std::fclose(f) == 0 && ok;
+// On every way out, leave the cluster cleanly (declared before the
+// cluster and clients, so it runs after their connections closed) - unless
+// a transaction may be undecided (a coordinator halted on a transport
+// failure, or this node was fenced): then the detector's recovery must
+// decide it from the log.
+struct Leaver {
+  Membership* membership = nullptr;
+  bool safe = true;
+  const Logger* log = nullptr;
+  Leaver() = default;
+  Leaver(const Leaver&) = delete;
+  Leaver& operator=(const Leaver&) = delete;
+  ~Leaver() {
+    if (!membership || !safe || membership->fenced()) return;
+    if (Status s = membership->leave(); !s) log->warn("leaving the cluster: {}", s.to_string());
+  }
+};
+
+// This process as a compute node: with --zookeeper its membership
+// (registered pid and lane slot, heartbeats to the detector, failed pids
+// learnt by watch), and its connections. Members go in reverse order:
+// failed-ids detached, connections closed, then the cluster left.
+struct BenchNode {
+  std::unique_ptr<Membership> membership;
+  Leaver leaver;
+  std::unique_ptr<Cluster> cluster;
+  // After the cluster: a fenced node skips leave(), and its watcher thread
+  // then added a pid to the freed cluster's failed-ids (seen by ASan).
+  DetachGuard detach_before_cluster_goes;
+};
+
+// Joins (with --zookeeper: fills in cfg's pid, lane slot and memory nodes)
+// and connects; false after printing why. A fence seen by the membership
+// raises *fenced and *stop_run.
+bool join_and_connect(BenchConfig& cfg, const Logger& logger, std::atomic<bool>* fenced, std::atomic<bool>* stop_run,
+                      BenchNode* node) {
+  node->leaver.log = &logger;
+  if (!cfg.compute.zookeeper.empty()) {
+    auto m = join_as_compute_node(cfg.compute, logger);
+    if (!m) {
+      fail(fmt::format("joining the cluster through ZooKeeper {}: {}", cfg.compute.zookeeper, m.status().to_string()));
+      return false;
+    }
+    node->membership = std::move(*m);
+    node->membership->on_fenced([fenced, stop_run] {
+      fenced->store(true, std::memory_order_release);
+      stop_run->store(true, std::memory_order_release);
+    });
+    node->leaver.membership = node->membership.get();
+    fmt::print("joined the cluster as pid {} ({})\n", node->membership->pid(), node->membership->slot().to_string());
+    std::fflush(stdout);
+  }
+  Result<std::unique_ptr<Cluster>> cluster = Cluster::connect(cfg.compute, logger);
+  if (!cluster) {
+    fail(fmt::format("connecting to the memory nodes: {}", cluster.status().to_string()));
+    return false;
+  }
+  node->cluster = std::move(*cluster);
+  if (node->membership) {
+    node->detach_before_cluster_goes.reset(node->membership.get());
+    if (Status s = node->membership->attach(node->cluster->failed_ids()); !s) {
+      fail(fmt::format("reading failed-ids: {}", s.to_string()));
+      return false;
+    }
+  }
+  return true;
+}
+
+// The table directory (unless a --load just wrote it), the workload
+// attached to it, and the check's blocking client; nullptr after printing
+// why.
+std::unique_ptr<BlockingClient> open_check_client(const BenchConfig& cfg, Cluster& cluster, const Workload& workload) {
+  if (!cfg.load) {
+    if (Status s = cluster.load_directory(); !s) {
+      fail(fmt::format("reading the table directory: {} (load the tables first with --load)", s.to_string()));
+      return nullptr;
+    }
+  }
+  if (Status s = workload.attach(cluster.directory()); !s) {
+    fail(s.message());
+    return nullptr;
+  }
+  // The check's own coordinator: an id no scheduler coordinator uses when
+  // one is left; otherwise 0, which is idle whenever the check runs (the
+  // check only reads, so it never writes that coordinator's log lane).
+  const uint32_t total = cfg.compute.total_coordinators();
+  const auto check_id = static_cast<uint16_t>(total < cluster.lane_slot().count ? total : 0);
+  Result<std::unique_ptr<BlockingClient>> client = BlockingClient::create(cluster, check_id);
+  if (!client) {
+    fail(fmt::format("opening the check's connections: {}", client.status().to_string()));
+    return nullptr;
+  }
+  return std::move(*client);
+}
+
+// --start-at: waits until that wall-clock time (ms since the epoch), so
+// processes started apart (ssh, slow connects) begin their runs together.
+// A time already past is a start too late for a common window: said on
+// stderr (the merge then measures only the overlap). Stops early on SIGTERM.
+void wait_for_start(uint64_t start_at_ms, const std::atomic<bool>& stop) {
+  if (start_at_ms == 0) return;
+  using Wall = std::chrono::system_clock;
+  const Wall::time_point at{std::chrono::milliseconds(start_at_ms)};
+  const Wall::time_point now = Wall::now();
+  if (now > at) {
+    fail(fmt::format("ready {} ms after --start-at {}: starting late (start the processes earlier or with a "
+                     "later --start-at)",
+                     std::chrono::duration_cast<std::chrono::milliseconds>(now - at).count(), start_at_ms));
+    return;
+  }
+  while (Wall::now() < at && !stop.load(std::memory_order_acquire)) {
+    std::this_thread::sleep_for(std::min<Wall::duration>(at - Wall::now(), std::chrono::milliseconds(50)));
+  }
+}
+
+// Prints the summary and writes --report / --timeline-csv; false after
+// printing why a file could not be written.
+bool publish(const BenchReport& report, const BenchConfig& cfg) {
+  fmt::print("{}", format_text(report));
+  std::fflush(stdout);
+  if (Status s = write_report_files(report, cfg.report_path, cfg.timeline_csv_path); !s) {
+    fail(fmt::format("writing the results: {}", s.to_string()));
+    return false;
+  }
+  return true;
+}
+
+// --merge: the processes' reports as one, and the end-of-run check once for
+// all of them against the baseline taken before any of them started.
+int run_merge(BenchConfig& cfg) {
+  std::vector<BenchReport> inputs;
+  for (const std::string& path : cfg.merge_paths) {
+    Result<BenchReport> r = read_report(path);
+    if (!r) {
+      fail(fmt::format("--merge: {}", r.status().message()));
+      return 1;
+    }
+    inputs.push_back(std::move(*r));
+  }
+  Result<BenchReport> merged = merge_reports(inputs);
+  if (!merged) {
+    fail(fmt::format("--merge: {}", merged.status().message()));
+    return 1;
+  }
+  if (!cfg.check) {
+    merged->check.message = "--no-check";
+    return publish(*merged, cfg) ? 0 : 1;
+  }
+  Result<BenchReport> base = read_report(cfg.baseline_report);
+  if (!base) {
+    fail(fmt::format("--baseline-report: {}", base.status().message()));
+    return 1;
+  }
+  if (!base->invariant_before) {
+    fail(fmt::format("--baseline-report: {} has no invariant_before (it ran with --no-check)", cfg.baseline_report));
+    return 1;
+  }
+  // The check runs this process's workload: it must be the one the reports ran.
+  BenchSummary mine;
+  mine.config = &cfg;
+  const BenchReport expected = make_report(mine);
+  for (const BenchReport* r : {&*merged, &*base}) {
+    if (r->workload != expected.workload || r->workload_options != expected.workload_options) {
+      fail(fmt::format("--merge: {} ran {} ({}) but this merge was given --workload {} ({}): pass the runs' "
+                       "workload flags",
+                       r == &*base ? cfg.baseline_report : std::string("the reports"), r->workload,
+                       r->workload_options.dump(), expected.workload, expected.workload_options.dump()));
+      return 2;
+    }
+  }
+  Result<std::unique_ptr<Workload>> workload = make_workload(cfg.workload, cfg);
+  if (!workload) {
+    fail(workload.status().message());
+    return 2;
+  }
+  const Logger logger("pandora-bench", cfg.log_level);
+  std::atomic<bool> fenced{false}, stop{false};
+  BenchNode node;
+  if (!join_and_connect(cfg, logger, &fenced, &stop, &node)) return 1;
+  std::unique_ptr<BlockingClient> client = open_check_client(cfg, *node.cluster, **workload);
+  if (!client) return 1;
+  CheckInput in;
+  in.baseline = *base->invariant_before;
+  in.committed_delta = merged->run->committed_delta;
+  in.uncertain = merged->run->uncertain;
+  const CheckResult check = (*workload)->check(*client, in);
+  merged->invariant_before = in.baseline;
+  merged->check = {true, check.passed, check.message};
+  if (!publish(*merged, cfg)) return 1;
+  return check.passed ? 0 : 1;
 }
 
 }  // namespace
 
 int run_bench(const BenchConfig& cfg_in) {
   BenchConfig cfg = cfg_in;  // --zookeeper fills in the pid, lane slot and memory nodes
+  if (!cfg.merge_paths.empty()) return run_merge(cfg);
   Result<std::unique_ptr<Workload>> made = make_workload(cfg.workload, cfg);
   if (!made) {
     fail(made.status().message());
@@ -132,93 +318,33 @@ int run_bench(const BenchConfig& cfg_in) {
   }
 
   const Logger logger("pandora-bench", cfg.log_level);
-  // With --zookeeper: register (pid, lane slot), heartbeat the detector,
-  // learn failed pids. Declared before the cluster so it outlives it.
-  std::unique_ptr<Membership> membership;
   std::atomic<bool> fenced{false};
   // SIGTERM / SIGINT end the run cleanly: coordinators stop after their
   // transaction, the report and check run, and the node leaves the cluster.
   std::atomic<bool> stop_run{false};
   StopSignals signals(&stop_run);
-  // On every way out, leave the cluster cleanly (declared before the
-  // cluster and clients, so it runs after their connections closed) -
-  // unless a transaction may be undecided (a coordinator halted on a
-  // transport failure, or this node was fenced): then the detector's
-  // recovery must decide it from the log.
-  struct Leaver {
-    Membership* membership = nullptr;
-    bool safe = true;
-    const Logger* log = nullptr;
-    ~Leaver() {
-      if (!membership || !safe || membership->fenced()) return;
-      if (Status s = membership->leave(); !s) log->warn("leaving the cluster: {}", s.to_string());
-    }
-  } leaver;
-  leaver.log = &logger;
-  if (!cfg.compute.zookeeper.empty()) {
-    auto m = join_as_compute_node(cfg.compute, logger);
-    if (!m) {
-      fail(fmt::format("joining the cluster through ZooKeeper {}: {}", cfg.compute.zookeeper, m.status().to_string()));
-      return 1;
-    }
-    membership = std::move(*m);
-    membership->on_fenced([&fenced, &stop_run] {
-      fenced.store(true, std::memory_order_release);
-      stop_run.store(true, std::memory_order_release);
-    });
-    leaver.membership = membership.get();
-    fmt::print("joined the cluster as pid {} ({})\n", membership->pid(), membership->slot().to_string());
-    std::fflush(stdout);
-  }
-  Result<std::unique_ptr<Cluster>> cluster = Cluster::connect(cfg.compute, logger);
-  if (!cluster) {
-    fail(fmt::format("connecting to the memory nodes: {}", cluster.status().to_string()));
-    return 1;
-  }
-  // After the cluster: a fenced node skips leave(), and its watcher thread
-  // then added a pid to the freed cluster's failed-ids (seen by ASan).
-  DetachGuard detach_before_cluster_goes;
-  if (membership) {
-    detach_before_cluster_goes.reset(membership.get());
-    if (Status s = membership->attach((*cluster)->failed_ids()); !s) {
-      fail(fmt::format("reading failed-ids: {}", s.to_string()));
-      return 1;
-    }
-  }
+  BenchNode node;
+  if (!join_and_connect(cfg, logger, &fenced, &stop_run, &node)) return 1;
+  Cluster& cluster = *node.cluster;
   BenchSummary summary;
   summary.config = &cfg;
   summary.txn_types = workload.txn_types();
   if (cfg.load) {
     const Clock::time_point t0 = Clock::now();
-    if (Status s = load_tables(**cluster, to_load, cfg.replace, &summary.rows_loaded); !s) {
+    if (Status s = load_tables(cluster, to_load, cfg.replace, &summary.rows_loaded); !s) {
       fail(fmt::format("load failed: {}", s.to_string()));
       return 1;
     }
     summary.load_seconds = std::max(1e-6, std::chrono::duration<double>(Clock::now() - t0).count());
     fmt::print("loaded {} rows in {:.2f} s\n", summary.rows_loaded, summary.load_seconds);
-  } else if (Status s = (*cluster)->load_directory(); !s) {
-    fail(fmt::format("reading the table directory: {} (load the tables first with --load)", s.to_string()));
-    return 1;
-  }
-  if (Status s = workload.attach((*cluster)->directory()); !s) {
-    fail(s.message());
-    return 1;
   }
 
-  // The check's own coordinator: an id no scheduler coordinator uses when
-  // one is left; otherwise 0, which is idle whenever the check runs (the
-  // check only reads, so it never writes that coordinator's log lane).
-  const uint32_t total = cfg.compute.total_coordinators();
-  const auto check_id = static_cast<uint16_t>(total < (*cluster)->lane_slot().count ? total : 0);
-  Result<std::unique_ptr<BlockingClient>> client = BlockingClient::create(**cluster, check_id);
-  if (!client) {
-    fail(fmt::format("opening the check's connections: {}", client.status().to_string()));
-    return 1;
-  }
+  std::unique_ptr<BlockingClient> client = open_check_client(cfg, cluster, workload);
+  if (!client) return 1;
 
   int64_t baseline = 0;
   if (cfg.check) {
-    Result<Audit> before = workload.audit(**client);
+    Result<Audit> before = workload.audit(*client);
     if (!before) {
       fail(fmt::format("pre-run audit: {}", before.status().to_string()));
       return 1;
@@ -238,7 +364,7 @@ int run_bench(const BenchConfig& cfg_in) {
   }
 
   if (cfg.seconds > 0) {
-    Result<std::unique_ptr<Scheduler>> sched = Scheduler::create(**cluster);
+    Result<std::unique_ptr<Scheduler>> sched = Scheduler::create(cluster);
     if (!sched) {
       fail(fmt::format("starting the worker threads: {}", sched.status().to_string()));
       return 1;
@@ -264,8 +390,8 @@ int run_bench(const BenchConfig& cfg_in) {
     ro.timeline = std::chrono::milliseconds(cfg.timeline_ms);
     ro.seed = cfg.seed;
     ro.stop = &stop_run;
-    if (membership) {
-      Membership* m = membership.get();
+    if (node.membership) {
+      Membership* m = node.membership.get();
       ro.pause_requested = [m] { return m->pause_requested(); };
       ro.ack_pause = [m](uint64_t epoch) { m->ack_pause(epoch); };
     }
@@ -274,6 +400,7 @@ int run_bench(const BenchConfig& cfg_in) {
                  p.last_commits_per_s, p.commits);
       std::fflush(stdout);
     };
+    wait_for_start(cfg.start_at_ms, stop_run);
     Result<RunStats> stats = run_workload(**sched, workload, cfg.compute.compute_id, ro);
     if (!stats) {
       fail(stats.status().message());
@@ -289,7 +416,7 @@ int run_bench(const BenchConfig& cfg_in) {
     if (stats->pauses > 0) {
       fmt::print("stop-the-world pauses: {} ({:.3f} s parked)\n", stats->pauses, stats->paused_seconds);
     }
-    if (stats->halted_coordinators > 0 || stats->uncertain > 0) leaver.safe = false;
+    if (stats->halted_coordinators > 0 || stats->uncertain > 0) node.leaver.safe = false;
     if (stats->fenced) fenced.store(true, std::memory_order_release);
     if (stats->halted_coordinators > 0) {
       fmt::print("{} coordinator(s) stopped after leaving a logged transaction to recovery\n",
@@ -303,8 +430,8 @@ int run_bench(const BenchConfig& cfg_in) {
   std::string lost;
   if (summary.stats && summary.stats->lost_node && !was_fenced) {
     const uint32_t n = *summary.stats->lost_node;
-    lost = fmt::format("memory node {} ({}): connection lost ({})", (*cluster)->node(n).region.node_id,
-                       (*cluster)->node(n).endpoint.to_string(), errc_name(summary.stats->lost_node_error));
+    lost = fmt::format("memory node {} ({}): connection lost ({})", cluster.node(n).region.node_id,
+                       cluster.node(n).endpoint.to_string(), errc_name(summary.stats->lost_node_error));
   }
 
   if (was_fenced) {
@@ -318,23 +445,18 @@ int run_bench(const BenchConfig& cfg_in) {
       in.committed_delta = summary.stats->committed_delta;
       in.uncertain = summary.stats->uncertain;
     }
-    summary.check = workload.check(**client, in);
+    summary.check = workload.check(*client, in);
   }
 
   // The summary and the report cover what ran, also when the run stopped
   // early (how many attempts failed, how many are uncertain).
-  fmt::print("{}", format_text(summary));
-  std::fflush(stdout);
-  if (!cfg.report_path.empty() && !write_file(cfg.report_path, format_json(summary))) {
-    fail(fmt::format("could not write the report to {}", cfg.report_path));
-    return 1;
-  }
+  if (!publish(make_report(summary), cfg)) return 1;
   const uint32_t halted = summary.stats ? summary.stats->halted_coordinators : 0;
-  const std::string recover_how = membership ? "the failure detector does it once this process is gone"
+  const std::string recover_how = node.membership ? "the failure detector does it once this process is gone"
                                              : "run the cluster with the failure detector (--zookeeper), or "
                                                "pandora-ctl recover on such a cluster";
   if (was_fenced) {
-    if (membership) {
+    if (node.membership) {
       fail(fmt::format("this compute node (pid {}) was declared failed by the failure detector and fenced (a "
                        "stall longer than its timeout, e.g. SIGSTOP or an overloaded host); its unfinished "
                        "transactions were recovered by the cluster. Stopped; start it again to join under a new pid.",

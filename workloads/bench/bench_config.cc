@@ -17,7 +17,8 @@ constexpr std::string_view kSummary =
     "committed transaction and a throughput timeline, and runs an end-of-run consistency check (exit status 1 if "
     "it fails). --load creates the tables and loads the rows first; without it the run attaches to a previous load "
     "(pass the same --keys/--value-size/--accounts). The check assumes this process is the only one writing these "
-    "tables during the run; with several concurrent processes pass --no-check.\n"
+    "tables during the run; several concurrent processes pass --no-check and --start-at, and one --merge of their "
+    "reports checks them all (deploy/bench/run.sh does this).\n"
     "Exit status: 0 success, 1 run or check failure, 2 bad command line, 6 this node was fenced, 7 a transaction "
     "was left undecided for recovery, 8 a memory node was lost during the run (6 and 8 stop the run at once).";
 
@@ -38,6 +39,43 @@ std::vector<std::string> split_list(const std::string& text) {
 
 bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+// Flags of results as files and multi-process runs, kept apart from the
+// workload flags.
+void declare_results_flags(OptionSet& opts, BenchConfig* cfg, std::string* merge) {
+  opts.add_string("timeline-csv", &cfg->timeline_csv_path,
+                  "write the throughput timeline as CSV to this file (bucket_start_ms,commits,aborts; '#' lines "
+                  "name the build and the configuration)");
+  opts.add_u64("start-at", &cfg->start_at_ms,
+               "start the run (warm-up included) at this wall-clock time, in milliseconds since the Unix epoch, "
+               "after connecting and starting the workers, so that several processes measure the same window "
+               "(0: at once; a time already past starts at once and is reported as late)");
+  opts.add_string("merge", merge,
+                  "comma list of --report files of processes that ran together: merge them (counts and latency "
+                  "histograms summed, throughput over the common window) and run the end-of-run check once for "
+                  "all of them instead of running; needs --baseline-report unless --no-check");
+  opts.add_string("baseline-report", &cfg->baseline_report,
+                  "with --merge: the report of a --seconds 0 run made before the processes started; its "
+                  "invariant_before is the check's baseline");
+}
+
+// "" or the error.
+std::string resolve_results_flags(const OptionSet& opts, const std::string& merge, BenchConfig* cfg) {
+  cfg->merge_paths = split_list(merge);
+  if (cfg->merge_paths.empty()) {
+    if (opts.was_set("merge")) return "--merge: empty list of reports";
+    if (!cfg->baseline_report.empty()) return "--baseline-report needs --merge";
+    return "";
+  }
+  if (cfg->load) return "--merge reads reports and checks; it cannot --load";
+  if (cfg->start_at_ms != 0) return "--start-at applies to a run, not to --merge";
+  if (!cfg->history_path.empty()) return "--history applies to a run, not to --merge";
+  if (cfg->check && cfg->baseline_report.empty()) {
+    return "--merge needs --baseline-report (the invariant before the processes started) for the check, or "
+           "--no-check";
+  }
+  return "";
 }
 
 }  // namespace
@@ -78,6 +116,8 @@ BenchArgs parse_bench_args(int argc, const char* const* argv) {
   opts.add_choice("log-level", &log_level, {"debug", "info", "warn", "error", "off"}, "library log level");
   micro.declare(opts);
   smallbank.declare(opts);
+  std::string merge;
+  declare_results_flags(opts, &cfg, &merge);
 
   std::string message;
   switch (opts.parse(argc, argv, &message)) {
@@ -99,6 +139,8 @@ BenchArgs parse_bench_args(int argc, const char* const* argv) {
 
   cfg.check = !no_check;
   parse_log_level(log_level, &cfg.log_level);
+  cfg.flag_values = opts.values();
+  if (std::string e = resolve_results_flags(opts, merge, &cfg); !e.empty()) return error(e);
 
   // Which workloads this invocation touches: flags of any other are mistakes.
   if (!cfg.load && opts.was_set("load-workloads")) return error("--load-workloads needs --load");

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/logger.h"
@@ -33,6 +34,13 @@ struct BenchConfig {
   LogLevel log_level = LogLevel::kWarn;
   MicroOptions micro;
   SmallBankOptions smallbank;
+
+  // Results as files and multi-process runs (deploy/bench/run.sh).
+  std::string timeline_csv_path;            // CSV timeline (empty: none)
+  uint64_t start_at_ms = 0;                 // start the run at this CLOCK_REALTIME (ms since the epoch); 0: at once
+  std::vector<std::string> merge_paths;     // --merge: merge these reports (and check once) instead of running
+  std::string baseline_report;              // --baseline-report: the report holding invariant_before for --merge
+  std::vector<std::pair<std::string, std::string>> flag_values;  // every flag as parsed, for the report
 };
 
 struct BenchArgs {

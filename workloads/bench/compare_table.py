@@ -10,10 +10,14 @@ round run back to back) and then taken as the median over rounds.
 
   compare_table.py REPORT_DIR
 """
-import json
 import os
 import statistics
 import sys
+
+# The reports' reader, shared with deploy/plot/plot.py: a damaged or foreign
+# file is refused naming it.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy", "plot"))
+from bench_report import ReportError, load_report  # noqa: E402
 
 PROTOCOLS = ["pandora", "ford", "log-a-latch"]
 WORKLOAD_ORDER = ["micro50", "micro100", "smallbank"]
@@ -28,8 +32,10 @@ def load(report_dir):
         if len(parts) != 4 or not parts[2].startswith("r"):
             continue
         backend, workload, rnd, protocol = parts[0], parts[1], int(parts[2][1:]), parts[3]
-        with open(os.path.join(report_dir, name)) as f:
-            runs[(backend, workload, rnd, protocol)] = json.load(f)
+        try:
+            runs[(backend, workload, rnd, protocol)] = load_report(os.path.join(report_dir, name))
+        except ReportError as e:
+            raise SystemExit(f"compare_table.py: {e}")
     return runs
 
 

@@ -33,6 +33,7 @@ struct CoordinatorSlot {
   Errc lost_node_error = Errc::kOk;
   uint64_t total_commits = 0;
   std::vector<uint64_t> timeline;
+  std::vector<uint64_t> timeline_aborts;
 };
 
 // After a transport failure: is this node fenced, or is a memory node lost?
@@ -78,6 +79,7 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
     s->commits_by_type.assign(types, 0);
     s->aborts_by_type.assign(types, 0);
     s->timeline.assign(buckets, 0);
+    s->timeline_aborts.assign(buckets, 0);
     slots.push_back(std::move(s));
   }
 
@@ -149,13 +151,16 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
       const TxnOutcome o = workload.run_one(txn, rng);
       const Clock::time_point t1 = Clock::now();
       const size_t type = o.type < types ? o.type : 0;
+      const size_t bucket = std::min(static_cast<size_t>((t1 - start) / width), buckets - 1);
       if (o.commit.committed) {
         s.delta += o.delta;
         ++s.total_commits;
         s.live_commits.store(s.total_commits, std::memory_order_relaxed);
-        const auto b = static_cast<size_t>((t1 - start) / width);
-        ++s.timeline[std::min(b, buckets - 1)];
-      } else if (o.commit.reason == AbortReason::kTransport) {
+        ++s.timeline[bucket];
+      } else {
+        ++s.timeline_aborts[bucket];
+      }
+      if (!o.commit.committed && o.commit.reason == AbortReason::kTransport) {
         // Left undecided (halted) means its outcome is unknown; any earlier
         // transport failure aborted it with nothing written.
         if (c.engine().halted()) ++s.uncertain;
@@ -233,6 +238,7 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
   r.commits_by_type.assign(types, 0);
   r.aborts_by_type.assign(types, 0);
   r.timeline.assign(buckets, 0);
+  r.timeline_aborts.assign(buckets, 0);
   r.timeline_width = width;
   r.timeline_start_realtime_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(start_realtime.time_since_epoch()).count());
@@ -258,14 +264,18 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
       r.lost_node_error = s->lost_node_error;
     }
     r.total_commits += s->total_commits;
-    for (size_t b = 0; b < buckets; ++b) r.timeline[b] += s->timeline[b];
+    for (size_t b = 0; b < buckets; ++b) {
+      r.timeline[b] += s->timeline[b];
+      r.timeline_aborts[b] += s->timeline_aborts[b];
+    }
   }
   // The last bucket only holds commits of transactions that started before
   // the deadline and finished after it; fold it into the one before so the
   // timeline has no misleading partial tail.
-  if (r.timeline.size() >= 2) {
-    r.timeline[r.timeline.size() - 2] += r.timeline.back();
-    r.timeline.pop_back();
+  for (std::vector<uint64_t>* t : {&r.timeline, &r.timeline_aborts}) {
+    if (t->size() < 2) continue;
+    (*t)[t->size() - 2] += t->back();
+    t->pop_back();
   }
   return r;
 }

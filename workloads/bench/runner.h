@@ -89,7 +89,8 @@ struct RunStats {
   uint32_t pauses = 0;                           // stop-the-world pauses this node parked for
   double paused_seconds = 0;                     // wall time spent parked (all coordinators)
   uint64_t total_commits = 0;
-  // Commits per timeline bucket, from the start of the run (warm-up included).
+  // Commits (and aborted attempts) per timeline bucket, by completion
+  // time, from the start of the run (warm-up included).
   std::chrono::milliseconds timeline_width{100};
   // CLOCK_REALTIME of the timeline's bucket 0, so plots from several
   // processes share one clock (the first transaction's begin may come much
@@ -97,6 +98,7 @@ struct RunStats {
   uint64_t timeline_start_realtime_ns = 0;
   std::chrono::milliseconds warmup{0};
   std::vector<uint64_t> timeline;
+  std::vector<uint64_t> timeline_aborts;
 
   double commits_per_second() const {
     return measured_seconds > 0 ? static_cast<double>(commits) / measured_seconds : 0.0;
