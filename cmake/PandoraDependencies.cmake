@@ -68,6 +68,20 @@ if(PANDORA_BUILD_BENCHMARKS)
   endif()
 endif()
 
+# libpq and nlohmann-json: pandora-pg-bench, the PostgreSQL peer
+# (workloads/postgres/). Optional: without them that one binary is skipped
+# with a message, everything else builds.
+pkg_check_modules(LIBPQ QUIET IMPORTED_TARGET libpq)
+find_package(nlohmann_json 3 CONFIG QUIET)
+set(PANDORA_HAVE_LIBPQ OFF)
+if(NOT LIBPQ_FOUND)
+  set(PANDORA_LIBPQ_MISSING "libpq not found (Debian package: libpq-dev)")
+elseif(NOT nlohmann_json_FOUND)
+  set(PANDORA_LIBPQ_MISSING "nlohmann-json not found (Debian package: nlohmann-json3-dev)")
+else()
+  set(PANDORA_HAVE_LIBPQ ON)
+endif()
+
 if(PANDORA_MISSING)
   list(JOIN PANDORA_MISSING "\n  " missing_text)
   message(FATAL_ERROR "Missing dependencies:\n  ${missing_text}\n"
