@@ -40,7 +40,7 @@ Result<std::string> read_conninfo(const std::string& dir) {
 }  // namespace
 
 const std::vector<std::string>& pg_workload_names() {
-  static const std::vector<std::string> kNames{"smallbank"};
+  static const std::vector<std::string> kNames{"smallbank", "tatp"};
   return kNames;
 }
 
@@ -65,6 +65,8 @@ PgBenchArgs parse_pg_bench_args(int argc, const char* const* argv) {
   opts.add_string("report", &cfg.report_path, "write a JSON report of the run to this file");
   opts.add_flag("no-check", &no_check, "skip the end-of-run consistency check");
   smallbank.declare(opts);
+  opts.add_u64("subscribers", &cfg.tatp.subscribers, "tatp: number of subscribers (rows in subscriber)", 1,
+               uint64_t{1} << 31);
 
   switch (opts.parse(argc, argv, &out.message)) {
     case OptionSet::Outcome::kHelp: out.outcome = PgBenchArgs::Outcome::kHelp; return out;
@@ -104,6 +106,7 @@ Result<std::unique_ptr<PgWorkload>> make_pg_workload(const PgBenchConfig& cfg) {
     if (!sb) return sb.status();
     return std::unique_ptr<PgWorkload>(new SmallBankPg(std::move(*sb)));
   }
+  if (cfg.workload == "tatp") return std::unique_ptr<PgWorkload>(new TatpPg(cfg.tatp));
   return Status(Errc::kInvalidArgument, fmt::format("--workload '{}' is not known", cfg.workload));
 }
 

@@ -9,6 +9,7 @@
 
 #include "common/status.h"
 #include "workloads/postgres/pg_workload.h"
+#include "workloads/postgres/tatp_pg.h"
 #include "workloads/smallbank/smallbank.h"
 
 namespace pandora::workloads::pg {
@@ -24,6 +25,7 @@ struct PgBenchConfig {
   std::string report_path;
   bool check = true;
   SmallBankOptions smallbank;
+  TatpOptions tatp;
 };
 
 struct PgBenchArgs {
