@@ -40,7 +40,7 @@ Result<std::string> read_conninfo(const std::string& dir) {
 }  // namespace
 
 const std::vector<std::string>& pg_workload_names() {
-  static const std::vector<std::string> kNames{"smallbank", "tatp"};
+  static const std::vector<std::string> kNames{"smallbank", "tatp", "tpcc"};
   return kNames;
 }
 
@@ -67,6 +67,7 @@ PgBenchArgs parse_pg_bench_args(int argc, const char* const* argv) {
   smallbank.declare(opts);
   opts.add_u64("subscribers", &cfg.tatp.subscribers, "tatp: number of subscribers (rows in subscriber)", 1,
                uint64_t{1} << 31);
+  opts.add_u64("warehouses", &cfg.tpcc.warehouses, "tpcc: number of warehouses (about 500k rows each)", 1, 10000);
 
   switch (opts.parse(argc, argv, &out.message)) {
     case OptionSet::Outcome::kHelp: out.outcome = PgBenchArgs::Outcome::kHelp; return out;
@@ -107,6 +108,7 @@ Result<std::unique_ptr<PgWorkload>> make_pg_workload(const PgBenchConfig& cfg) {
     return std::unique_ptr<PgWorkload>(new SmallBankPg(std::move(*sb)));
   }
   if (cfg.workload == "tatp") return std::unique_ptr<PgWorkload>(new TatpPg(cfg.tatp));
+  if (cfg.workload == "tpcc") return std::unique_ptr<PgWorkload>(new TpccPg(cfg.tpcc));
   return Status(Errc::kInvalidArgument, fmt::format("--workload '{}' is not known", cfg.workload));
 }
 

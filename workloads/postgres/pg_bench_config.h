@@ -10,6 +10,7 @@
 #include "common/status.h"
 #include "workloads/postgres/pg_workload.h"
 #include "workloads/postgres/tatp_pg.h"
+#include "workloads/postgres/tpcc_pg.h"
 #include "workloads/smallbank/smallbank.h"
 
 namespace pandora::workloads::pg {
@@ -26,6 +27,7 @@ struct PgBenchConfig {
   bool check = true;
   SmallBankOptions smallbank;
   TatpOptions tatp;
+  TpccOptions tpcc;
 };
 
 struct PgBenchArgs {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "workloads/bench/rng.h"
+#include "workloads/postgres/param_text.h"
 
 namespace pandora::workloads::tatp {
 
@@ -26,9 +27,6 @@ enum Type : uint32_t {
   kDeleteCallForwarding,
 };
 inline constexpr uint32_t kTypes = 7;
-
-// Uniform in [lo, hi].
-inline uint64_t rand_between(Rng& rng, uint64_t lo, uint64_t hi) { return lo + rng.uniform(hi - lo + 1); }
 
 inline uint64_t nonuniform_a(uint64_t subscribers) {
   if (subscribers <= 1000000) return 65535;
@@ -54,10 +52,6 @@ inline Type pick_type(Rng& rng) {
 
 // sub_nbr: the s_id as 15 decimal digits with leading zeros.
 std::string sub_nbr(uint64_t s_id);
-// numberx and similar: `n` random decimal digits.
-std::string random_digits(Rng& rng, int n);
-// data_b etc.: `n` random upper-case letters.
-std::string random_letters(Rng& rng, int n);
 
 inline uint64_t pick_start_time(Rng& rng) { return 8 * rng.uniform(3); }  // 0, 8 or 16
 inline uint64_t pick_sf_type(Rng& rng) { return rand_between(rng, 1, 4); }
