@@ -96,7 +96,7 @@ for w in tatp tpcc; do
 done
 unknown=""
 for w in ${workloads//,/ }; do
-  "$bench" --help | grep -E '^ *--workload ' | grep -qE "one of: ([a-z0-9-]+, )*$w(,|\))" || unknown="$w"
+  "$bench" --help | grep -E '^ *--workload ' | grep -qE "one of: ([a-z0-9-]+, )*$w(,|\))" || [[ -n "$unknown" ]] || unknown="$w"
 done
 if [[ -n "$unknown" ]]; then
   # Without --pg-only-if-unknown a workload pandora-bench lacks is an error that names it.
