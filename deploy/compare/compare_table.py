@@ -52,8 +52,9 @@ def main():
         medians = {}
         for sysname in ("pandora", "postgres"):
             reports = runs[wl].get(sysname, {})
+            label = "PostgreSQL" if sysname == "postgres" else "Pandora"
             if not reports:
-                print(f"{wl:<10} {sysname:<20} {'n/a':>11}")
+                print(f"{wl:<10} {label:<20} {'n/a':>11}")
                 continue
             rs = list(reports.values())
             passed = sum(1 for r in rs if r.get("check", {}).get("passed") is True)
@@ -66,7 +67,6 @@ def main():
                 "retry": med([100 * r["retry_rate"] for r in rs]) if "retry_rate" in rs[0] else None,
             }
             medians[sysname] = (m, reports)
-            label = "PostgreSQL" if sysname == "postgres" else "Pandora"
             print(f"{wl:<10} {label:<20} {fmt(m['cps'], '11.0f')} {fmt(m['p50'], '9.1f')} {fmt(m['p99'], '9.1f')} "
                   f"{fmt(m['abort'], '8.2f')} {fmt(m['retry'], '8.2f')}  passed {passed}/{len(rs)}")
         if len(medians) == 2:
