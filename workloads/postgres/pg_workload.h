@@ -41,6 +41,14 @@ struct PgCheck {
   std::string message;
 };
 
+// The verdict of a check: passed with `pass_message` when nothing was
+// found, else "check FAILED:" and one line per problem.
+PgCheck check_verdict(const std::vector<std::string>& problems, std::string pass_message);
+// Runs each (what, sql) rule, a query counting violations, and adds
+// "what: N" to `problems` for each that counts any.
+void count_violations(PgConn& c, const std::vector<std::pair<std::string, std::string>>& rules,
+                      std::vector<std::string>* problems);
+
 class PgWorkload {
  public:
   virtual ~PgWorkload() = default;

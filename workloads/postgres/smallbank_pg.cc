@@ -185,13 +185,8 @@ PgCheck SmallBankPg::check(PgConn& c, int64_t before, int64_t committed_delta) c
     problems.push_back(fmt::format("total money {} != {} before + {} committed nets (off by {})", after, before,
                                    committed_delta, after - before - committed_delta));
   }
-  if (problems.empty()) {
-    return {true, fmt::format("check passed: total money (cents) {} = {} before + {} committed nets; {} accounts",
-                              after, before, committed_delta, n)};
-  }
-  std::string m = "check FAILED:";
-  for (const std::string& p : problems) m += "\n  " + p;
-  return {false, m};
+  return check_verdict(problems, fmt::format("check passed: total money (cents) {} = {} before + {} committed nets; {} accounts",
+                              after, before, committed_delta, n));
 }
 
 }  // namespace pandora::workloads::pg

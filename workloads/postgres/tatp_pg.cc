@@ -238,22 +238,15 @@ PgCheck TatpPg::check(PgConn& c, int64_t before, int64_t committed_delta) const 
        "NOT IN (0, 8, 16))"},
   };
   std::vector<std::string> problems;
-  for (const auto& [what, sql] : rules) {
-    if (const int64_t n = c.exec(sql).i64(0, 0); n != 0) problems.push_back(fmt::format("{}: {}", what, n));
-  }
+  count_violations(c, rules, &problems);
   const int64_t after = invariant(c);
   if (after != before + committed_delta) {
     problems.push_back(fmt::format("call_forwarding has {} rows != {} before + {} committed inserts-deletes (off by {})",
                                    after, before, committed_delta, after - before - committed_delta));
   }
-  if (problems.empty()) {
-    return {true, fmt::format("check passed: {} subscribers, every reference resolves; call_forwarding {} rows = {} "
+  return check_verdict(problems, fmt::format("check passed: {} subscribers, every reference resolves; call_forwarding {} rows = {} "
                               "before + {} committed inserts-deletes",
-                              P, after, before, committed_delta)};
-  }
-  std::string m = "check FAILED:";
-  for (const std::string& p : problems) m += "\n  " + p;
-  return {false, m};
+                              P, after, before, committed_delta));
 }
 
 }  // namespace pandora::workloads::pg

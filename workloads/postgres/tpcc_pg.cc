@@ -326,22 +326,15 @@ PgCheck TpccPg::check(PgConn& c, int64_t before, int64_t committed_delta) const 
        fmt::format("SELECT abs(count(*) - {}) FROM district", o_.warehouses * kDistricts)},
   };
   std::vector<std::string> problems;
-  for (const auto& [what, sql] : rules) {
-    if (const int64_t n = c.exec(sql).i64(0, 0); n != 0) problems.push_back(fmt::format("{}: {}", what, n));
-  }
+  count_violations(c, rules, &problems);
   const int64_t after = invariant(c);
   if (after != before + committed_delta) {
     problems.push_back(fmt::format("sum(W_YTD) {} cents != {} before + {} committed payments (off by {})", after,
                                    before, committed_delta, after - before - committed_delta));
   }
-  if (problems.empty()) {
-    return {true, fmt::format("check passed: TPC-C consistency conditions 1-4 hold on {} warehouse(s); sum(W_YTD) {} "
+  return check_verdict(problems, fmt::format("check passed: TPC-C consistency conditions 1-4 hold on {} warehouse(s); sum(W_YTD) {} "
                               "cents = {} before + {} committed payments",
-                              o_.warehouses, after, before, committed_delta)};
-  }
-  std::string m = "check FAILED:";
-  for (const std::string& p : problems) m += "\n  " + p;
-  return {false, m};
+                              o_.warehouses, after, before, committed_delta));
 }
 
 }  // namespace pandora::workloads::pg
