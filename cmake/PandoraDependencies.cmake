@@ -74,6 +74,17 @@ if(PANDORA_BUILD_BENCHMARKS)
   endif()
 endif()
 
+# libpq (nlohmann-json is required above): pandora-pg-bench, the PostgreSQL peer
+# (workloads/postgres/). Optional: without it that one binary is skipped
+# with a message, everything else builds.
+pkg_check_modules(LIBPQ QUIET IMPORTED_TARGET libpq)
+set(PANDORA_HAVE_LIBPQ OFF)
+if(NOT LIBPQ_FOUND)
+  set(PANDORA_LIBPQ_MISSING "libpq not found (Debian package: libpq-dev)")
+else()
+  set(PANDORA_HAVE_LIBPQ ON)
+endif()
+
 if(PANDORA_MISSING)
   list(JOIN PANDORA_MISSING "\n  " missing_text)
   message(FATAL_ERROR "Missing dependencies:\n  ${missing_text}\n"

@@ -1,0 +1,39 @@
+// TPC-C on PostgreSQL (tpcc_params.h for the mix and parameters): the nine
+// tables of the specification (warehouse, district, customer, history,
+// orders, new_order, order_line, item, stock), loaded as in clause 4.3
+// (3000 customers and orders per district, the last 900 undelivered), the
+// five transactions as in clause 2, each warehouse picked uniformly per
+// transaction (no terminal-to-warehouse binding, no keying/think times).
+// NewOrder's 1% with an unused item id rolls back ("user").
+// check(): consistency conditions 1-4 (clause 3.3.2), and the invariant
+// sum(W_YTD) in cents = before + committed payment amounts.
+#pragma once
+
+#include "workloads/postgres/pg_workload.h"
+
+namespace pandora::workloads::pg {
+
+struct TpccOptions {
+  uint64_t warehouses = 1;
+};
+
+class TpccPg final : public PgWorkload {
+ public:
+  explicit TpccPg(TpccOptions o) : o_(o) {}
+
+  std::string name() const override { return "tpcc"; }
+  const std::vector<std::string>& txn_types() const override { return types_; }
+  nlohmann::json options_json() const override { return {{"warehouses", o_.warehouses}}; }
+  std::string options_text() const override;
+  uint64_t load(PgConn& c, const std::function<void(uint64_t)>& progress) const override;
+  void prepare(PgConn& c) const override;
+  PgTxn draw(Rng& rng) const override;
+  int64_t invariant(PgConn& c) const override;
+  PgCheck check(PgConn& c, int64_t before, int64_t committed_delta) const override;
+
+ private:
+  TpccOptions o_;
+  std::vector<std::string> types_{"NewOrder", "Payment", "OrderStatus", "Delivery", "StockLevel"};
+};
+
+}  // namespace pandora::workloads::pg
