@@ -1,4 +1,5 @@
-// Error codes and a small Result<T> used across Pandora.
+// Error codes and a small Result<T>: what every Pandora call returns, in the
+// application's API and throughout the implementation.
 //
 // Every failure a caller can act on has its own code: a transaction that sees
 // `kFenced` must stop using that memory node, one that sees `kDisconnected`

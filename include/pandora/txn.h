@@ -1,18 +1,19 @@
 // The transaction API applications program against.
 //
-// A Txn is used by exactly one coordinator (a coroutine on a worker thread,
-// see scheduler.h); every call that needs remote memory suspends the
-// coroutine until its operations complete, so calls look blocking.
+// A Txn belongs to one session (pandora/session.h) or, inside the engine,
+// to one coordinator coroutine; every call that needs remote memory waits
+// for its operations, so calls look blocking.
 //
-//   Txn& t = coord.txn();
-//   t.begin();
-//   auto a = t.update(kChecking, alice);        // latched, current value
-//   if (!a) return;                             // aborted: a.status() says why
-//   add(*a, -10);                               // edit in place
-//   auto b = t.update(kChecking, bob);
-//   if (!b) return;
-//   add(*b, +10);
-//   CommitOutcome o = t.commit();               // Committed or Aborted{reason}
+//   session->run([&](pandora::Txn& t) {
+//     t.begin();
+//     auto a = t.update(kChecking, alice);      // latched, current value
+//     if (!a) return;                           // aborted: a.reason() says why
+//     add(*a, -10);                             // edit in place
+//     auto b = t.update(kChecking, bob);
+//     if (!b) return;
+//     add(*b, +10);
+//     pandora::CommitOutcome o = t.commit();    // committed, or aborted with a reason
+//   });
 //
 // Any failed call aborts the transaction (its latches are released) and
 // every later call returns the same abort until the next begin(). Values are
@@ -27,7 +28,7 @@
 #include <span>
 #include <string_view>
 
-#include "common/status.h"
+#include "pandora/status.h"
 
 namespace pandora {
 

@@ -200,7 +200,7 @@ int run_bench(const BenchConfig& cfg_in) {
     fail(fmt::format("reading the table directory: {} (load the tables first with --load)", s.to_string()));
     return 1;
   }
-  if (Status s = workload.attach((*cluster)->directory()); !s) {
+  if (Status s = workload.attach(table_specs((*cluster)->directory())); !s) {
     fail(s.message());
     return 1;
   }
@@ -228,10 +228,6 @@ int run_bench(const BenchConfig& cfg_in) {
       for (const std::string& p : before->problems) m += "\n  " + p;
       fail(m);
       return 1;
-    }
-    if (before->stray_latches > 0) {
-      fmt::print("{} stray latch(es) of recovered compute nodes found; the next transaction to meet each steals it\n",
-                 before->stray_latches);
     }
     baseline = before->value;
     summary.invariant_before = baseline;

@@ -1,0 +1,4 @@
+// The transaction API is public: defined once in include/pandora/txn.h.
+#pragma once
+
+#include "pandora/txn.h"
