@@ -101,13 +101,27 @@ std::string encode_table_directory(const TableDirectory& d) {
   return out;
 }
 
+std::vector<TableSpec> table_specs(const TableDirectory& d) {
+  std::vector<TableSpec> out;
+  out.reserve(d.tables.size());
+  for (const TableEntry& e : d.tables) {
+    out.push_back(TableSpec{e.table_id, std::string(e.name, strnlen(e.name, kTableNameBytes)), e.value_size,
+                            e.expected_rows});
+  }
+  return out;
+}
+
 Result<TableDirectory> decode_table_directory(std::span<const uint8_t> bytes) {
   using R = Result<TableDirectory>;
   if (bytes.size() < sizeof(TableDirectoryHeader)) return R(Errc::kCorrupt, "table directory truncated");
   TableDirectoryHeader h;
   std::memcpy(&h, bytes.data(), sizeof h);
+  if (h.magic == 0) {
+    // A region nobody created tables in: "not yet", not damage.
+    return R(Errc::kNotFound, "no table directory on this memory node (not loaded yet?)");
+  }
   if (h.magic != kTableDirMagic) {
-    return R(Errc::kCorrupt, "no table directory on this memory node (not loaded yet?)");
+    return R(Errc::kCorrupt, fmt::format("no table directory on this memory node (magic {:#x} is not one)", h.magic));
   }
   if (h.version != kTableDirVersion) {
     return R(Errc::kMismatch, fmt::format("table directory version {} (this build reads {})", h.version,

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "pandora/table.h"  // TableSpec: what an application declares
 
 namespace pandora {
 
@@ -64,14 +65,6 @@ static_assert(sizeof(TableDirectoryHeader) + 256 * sizeof(TableEntry) <= kTableD
 
 inline constexpr uint32_t kMaxTables = 256;
 
-// What an application declares.
-struct TableSpec {
-  uint32_t id = 0;
-  std::string name;
-  uint32_t value_size = 0;
-  uint64_t expected_rows = 0;
-};
-
 struct TableDirectory {
   uint64_t cluster_id = 0;
   uint32_t shards = 0;
@@ -95,9 +88,14 @@ Result<TableDirectory> plan_table_directory(std::span<const TableSpec> specs, ui
                                             uint32_t shards, uint32_t replicas, uint32_t lane_bytes,
                                             uint32_t lanes, uint64_t table_offset, uint64_t limit);
 
+// The tables of `d` as an application declared them (expected_rows as
+// planned), in directory order.
+std::vector<TableSpec> table_specs(const TableDirectory& d);
+
 // Serialised bytes (header + entries) as they are written at table_offset.
 std::string encode_table_directory(const TableDirectory& d);
-// Validates magic, version, checksum and geometry. kCorrupt / kMismatch.
+// Validates magic, version, checksum and geometry. kNotFound when no
+// directory was ever written (zero magic), kCorrupt / kMismatch otherwise.
 Result<TableDirectory> decode_table_directory(std::span<const uint8_t> bytes);
 
 }  // namespace pandora

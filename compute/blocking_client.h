@@ -21,26 +21,27 @@
 #include "compute/cluster.h"
 #include "compute/scheduler.h"
 #include "compute/txn.h"
+#include "pandora/session.h"
 
 namespace pandora {
 
-class BlockingClient {
+class BlockingClient final : public Session {
  public:
   // `coordinator`: this client's coordinator id on the compute node
   // (a lane of the node's lane slot, distinct from any scheduler's ids).
   static Result<std::unique_ptr<BlockingClient>> create(Cluster& cluster, uint16_t coordinator = 0);
 
   // Runs `body` as the coordinator's task; returns when it returned.
-  void run(const std::function<void(Txn&)>& body);
+  void run(const std::function<void(Txn&)>& body) override;
 
   // begin(); body; commit() if body returned kNone, else abort() and report
   // the body's reason.
-  CommitOutcome transact(const std::function<AbortReason(Txn&)>& body);
+  CommitOutcome transact(const std::function<AbortReason(Txn&)>& body) override;
 
   // Retries transact() until it commits or `attempts` ran out (aborts with
   // kLatched / kValidationFailed are the retryable ones); returns the last
   // outcome.
-  CommitOutcome transact_retry(const std::function<AbortReason(Txn&)>& body, int attempts = 1000);
+  CommitOutcome transact_retry(const std::function<AbortReason(Txn&)>& body, int attempts = 1000) override;
 
   TxnEngine& engine() { return worker_->coordinator(0).engine(); }
   RemoteOps& ops() { return worker_->coordinator(0).ops(); }

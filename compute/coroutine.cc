@@ -1,6 +1,5 @@
 #include "compute/coroutine.h"
 
-
 #include <boost/context/fiber.hpp>
 #include <boost/context/protected_fixedsize_stack.hpp>
 
@@ -14,6 +13,7 @@
 #endif
 
 #ifdef PANDORA_ASAN
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -42,6 +42,19 @@ inline void finish_switch(void* fake, const void** from_bottom, size_t* from_siz
 #endif
 }
 
+// A stack's memory is handed out clean of ASan poison: the frames that
+// switch off a finished fiber never return, so their scope poison stays in
+// the shadow after the stack is unmapped, and a later stack mapped at the
+// same address would report a stack-use-after-scope on a fresh variable
+// (seen in an application's transaction body).
+inline void unpoison(const void* bottom, size_t size) {
+#ifdef PANDORA_ASAN
+  __asan_unpoison_memory_region(bottom, size);
+#else
+  (void)bottom, (void)size;
+#endif
+}
+
 // protected_fixedsize_stack that remembers where the stack is.
 class RecordingStack {
  public:
@@ -50,9 +63,13 @@ class RecordingStack {
     ctx::stack_context sc = inner_.allocate();
     stacks_->coro_size = sc.size;
     stacks_->coro_bottom = static_cast<const char*>(sc.sp) - sc.size;
+    unpoison(stacks_->coro_bottom, sc.size);
     return sc;
   }
-  void deallocate(ctx::stack_context& sc) noexcept { inner_.deallocate(sc); }
+  void deallocate(ctx::stack_context& sc) noexcept {
+    unpoison(static_cast<const char*>(sc.sp) - sc.size, sc.size);
+    inner_.deallocate(sc);
+  }
 
  private:
   ctx::protected_fixedsize_stack inner_;

@@ -26,6 +26,7 @@
 #include "common/table_directory.h"
 #include "compute/cluster.h"
 #include "compute/op_batch.h"
+#include "pandora/table.h"
 
 namespace pandora {
 
@@ -48,7 +49,7 @@ struct LoadProgress {
 };
 using LoadProgressFn = std::function<void(const LoadProgress&)>;
 
-class TableLoader {
+class TableLoader final : public BulkLoader {
  public:
   // `progress` is called after every flushed batch (about every
   // `batch_rows` rows); may be empty.
@@ -57,11 +58,11 @@ class TableLoader {
   // Queues one row. kInvalidArgument for an unknown table or a value of the
   // wrong size, kMismatch for a key loaded twice, kOutOfBounds ("table
   // full") when the key's probe path has no free slot on its replicas.
-  Status add(uint32_t table, uint64_t key, std::span<const uint8_t> value);
+  Status add(uint32_t table, uint64_t key, std::span<const uint8_t> value) override;
   // Writes what is queued and waits.
-  Status finish();
+  Status finish() override;
 
-  uint64_t rows_loaded() const { return total_; }
+  uint64_t rows_loaded() const override { return total_; }
 
  private:
   struct TableState {

@@ -7,6 +7,7 @@
 //   pandora-ctl fence PID                                       fence PID at every memory node
 //   pandora-ctl fence PID --memory-nodes A,B                    the same at the given daemons, without ZooKeeper
 //   pandora-ctl crash PID                                       SIGKILL the registered process of PID (this host)
+//   pandora-ctl verify --memory-nodes A,B --compute-id ID       audit every table's storage (quiet cluster)
 //
 // Common flags: --zookeeper --zk-root --cluster-id --secret-file.
 // Exit codes (scripts rely on them): 0 done, 1 the operation failed,
@@ -17,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -29,6 +31,7 @@
 #include "recovery/membership.h"
 #include "recovery/recovery_coordinator.h"
 #include "recovery/registry.h"
+#include "recovery/table_audit.h"
 
 namespace {
 
@@ -47,6 +50,8 @@ struct Flags {
   std::string protocol = "pandora";
   uint64_t pid_limit = 65535;
   std::string log_level = "warn";
+  uint64_t compute_id = 0;
+  uint64_t replicas = 0;
 };
 
 int exit_for(const Status& s) {
@@ -289,6 +294,46 @@ class Ctl {
     return rc;
   }
 
+  // Reads every slot of every table on every memory node (through
+  // recovery/table_audit.h): rows on the wrong node or twice, replicas that
+  // disagree, latches held by live pids, bad lengths. Run it on a quiet
+  // cluster (nothing writing); stray latches of recovered pids are counted,
+  // not problems. Static: --memory-nodes and a --compute-id nobody else
+  // uses (it only reads, so it takes no latch and writes no log).
+  int verify() {
+    if (f_.memory_nodes.empty() || f_.compute_id == 0) {
+      return usage("verify needs --memory-nodes and a --compute-id no live compute node uses");
+    }
+    ComputeFlags cf;
+    cf.memory_nodes = f_.memory_nodes;
+    cf.cluster_id = f_.cluster_id;
+    cf.secret_file = f_.secret_file;
+    cf.compute_id = f_.compute_id;
+    cf.backend = f_.backend;
+    cf.replicas = f_.replicas;
+    cf.threads = 1;
+    cf.coordinators = 1;
+    auto c = cf.resolve();
+    if (!c) return usage(c.status().message());
+    auto cl = Cluster::connect(*c, log_);
+    if (!cl) return fail(cl.status());
+    if (Status s = (*cl)->load_directory(); !s) return fail(s);
+    uint64_t problems = 0;
+    for (const TableEntry& t : (*cl)->directory().tables) {
+      const std::string name(t.name, strnlen(t.name, kTableNameBytes));
+      auto a = audit_table(**cl, t.table_id);
+      if (!a) return fail(a.status());
+      fmt::print("table {} (id {}): {} rows, {} stray latch(es) of recovered pids, {}\n", name, t.table_id, a->rows,
+                 a->stray_latches, a->clean() ? "ok" : fmt::format("{} PROBLEM(S)", a->problem_count));
+      for (const std::string& p : a->problems) fmt::print("  {}\n", p);
+      if (a->problem_count > a->problems.size()) fmt::print("  ... {} more\n", a->problem_count - a->problems.size());
+      problems += a->problem_count;
+    }
+    fmt::print("{}\n", problems == 0 ? "verify: every table is consistent"
+                                     : fmt::format("verify: {} problem(s) found", problems));
+    return problems == 0 ? 0 : kExitFailed;
+  }
+
   int usage(const std::string& m) {
     fmt::print(stderr, "pandora-ctl: {}\n(see pandora-ctl --help)\n", m);
     return kExitUsage;
@@ -309,7 +354,8 @@ int main(int argc, char** argv) {
   OptionSet opts("pandora-ctl",
                  "Usage: pandora-ctl COMMAND [ARG] [options]\n"
                  "Commands: init (create the cluster's ZooKeeper tree; needs --memory-nodes), status, recover PID, "
-                 "fence PID (with --memory-nodes and no --zookeeper: at those daemons), crash PID.\n"
+                 "fence PID (with --memory-nodes and no --zookeeper: at those daemons), crash PID, verify (audit "
+                 "every table's storage: needs --memory-nodes and --compute-id; exit 1 when a problem is found).\n"
                  "Exit codes: 0 done, 1 failed, 2 usage, 3 no such cluster or pid (or the tree belongs to another "
                  "cluster id), 4 ZooKeeper or a memory node unavailable.");
   opts.add_string("zookeeper", &f.zookeeper,
@@ -322,13 +368,15 @@ int main(int argc, char** argv) {
                   "fence at");
   opts.add_size("lane-bytes", &f.lane_bytes, "init: bytes of one log lane (must match the loader's --lane-bytes)",
                 kMinLaneBytes, 64u << 20);
-  opts.add_choice("backend", &f.backend, {"tcp", "shm"}, "recover: data plane to the memory nodes");
+  opts.add_choice("backend", &f.backend, {"tcp", "shm"}, "recover, verify: data plane to the memory nodes");
   opts.add_u64("pid-limit", &f.pid_limit,
                "init: compute pids 1..N exist (recycled by the FD leader at 95% use; small values for tests)", 4,
                65535);
   opts.add_choice("protocol", &f.protocol, {"pandora", "ford", "log-a-latch"},
                   "init: the protocol every compute node of the cluster runs (recovery follows it)");
   opts.add_choice("log-level", &f.log_level, {"debug", "info", "warn", "error"}, "log verbosity");
+  opts.add_u64("compute-id", &f.compute_id, "verify: a compute pid no live compute node uses", 1, 65535);
+  opts.add_u64("replicas", &f.replicas, "verify: copies of every row (0: as the tables were created)", 0, 64);
 
   // The command and its argument come first; the rest are options.
   if (argc >= 2 && (std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h")) {
@@ -354,8 +402,8 @@ int main(int argc, char** argv) {
     }
     pid = static_cast<uint16_t>(*v);
     first_opt = 3;
-  } else if (cmd != "init" && cmd != "status") {
-    fmt::print(stderr, "pandora-ctl: unknown command '{}' (init, status, recover, fence, crash)\n", cmd);
+  } else if (cmd != "init" && cmd != "status" && cmd != "verify") {
+    fmt::print(stderr, "pandora-ctl: unknown command '{}' (init, status, recover, fence, crash, verify)\n", cmd);
     return kExitUsage;
   }
   std::vector<const char*> rest = {argv[0]};
@@ -366,7 +414,7 @@ int main(int argc, char** argv) {
     case OptionSet::Outcome::kError: fmt::print(stderr, "pandora-ctl: {}\n", msg); return kExitUsage;
     case OptionSet::Outcome::kRun: break;
   }
-  if (f.zookeeper.empty() && !(cmd == "fence" && !f.memory_nodes.empty())) {
+  if (f.zookeeper.empty() && !(cmd == "fence" && !f.memory_nodes.empty()) && cmd != "verify") {
     fmt::print(stderr, "pandora-ctl: missing required option: --zookeeper{}\n",
                cmd == "fence" ? " (or --memory-nodes: fence at those daemons without ZooKeeper)" : "");
     return kExitUsage;
@@ -376,6 +424,7 @@ int main(int argc, char** argv) {
   Ctl ctl(f, Logger("pandora-ctl", level));
   if (Status s = ctl.load_secret(); !s) return ctl.usage("--secret-file: " + s.message());
   if (cmd == "init") return ctl.init();
+  if (cmd == "verify") return ctl.verify();
   if (cmd == "status") return ctl.status();
   if (cmd == "fence") return ctl.fence(*pid);
   if (cmd == "crash") return ctl.crash(*pid);

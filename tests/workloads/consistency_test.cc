@@ -1,7 +1,8 @@
 // The workloads against real daemons: the end-of-run checks hold with
 // several forked compute processes x several coordinators, on both backends
 // and in every protocol mode, and the checks do catch a lost update, a leaked
-// latch and a corrupted row.
+// latch and a corrupted row; the storage audit under them
+// (recovery/table_audit.h) catches what transactions cannot see.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -11,6 +12,7 @@
 #include "compute/loader.h"
 #include "compute/op_batch.h"
 #include "compute/table_geometry.h"
+#include "recovery/table_audit.h"
 #include "tests/workloads/workload_test_support.h"
 #include "workloads/micro/micro.h"
 #include "workloads/smallbank/smallbank.h"
@@ -224,32 +226,43 @@ TEST_F(CheckCatches, ALeakedLatch) {
   const size_t op = b.cas(w.node, w.offset + kSlotLatchOffset, 0, encode_latch({9, 3, 77}));
   ASSERT_TRUE(b.run());
   ASSERT_EQ(b.value(op), 0u);
+  // Transactions cannot read past a live pid's latch: the check fails ...
   const CheckResult r = check(0);
   EXPECT_FALSE(r.passed);
-  EXPECT_NE(r.message.find("key 42 is still latched"), std::string::npos) << r.message;
-  EXPECT_NE(r.message.find("pid 9"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("aborted (latched) on a quiet cluster"), std::string::npos) << r.message;
+  // ... and the storage audit names the latch and its owner.
+  auto a = audit_table(*cluster_, MicroWorkload::kTable);
+  ASSERT_TRUE(a) << a.status().to_string();
+  ASSERT_FALSE(a->clean());
+  EXPECT_NE(a->problems.front().find("key 42 is still latched"), std::string::npos) << a->problems.front();
+  EXPECT_NE(a->problems.front().find("pid 9"), std::string::npos) << a->problems.front();
 }
 
 // After a recovery, a crashed transaction's latches from before its log
 // record stay until someone steals them: with the pid in failed-ids the
-// audit counts them and stays clean; the same latch of a live pid is a leak.
+// storage audit counts them and stays clean, and transactions read through
+// them; the same latch of a live pid is a leak.
 TEST_F(CheckCatches, ALatchOfARecoveredPidIsStrayNotAProblem) {
   const Where w = locate(42);
   OpBatch b(cluster_->bootstrap_connections(), std::chrono::seconds(5));
   b.cas(w.node, w.offset + kSlotLatchOffset, 0, encode_latch({9, 3, 77}));
   ASSERT_TRUE(b.run());
-  auto client = BlockingClient::create(*cluster_, 0);
-  ASSERT_TRUE(client);
-  Result<Audit> live = w_->audit(**client);
+  auto live = audit_table(*cluster_, MicroWorkload::kTable);
   ASSERT_TRUE(live) << live.status().to_string();
   EXPECT_FALSE(live->clean());
   EXPECT_EQ(live->stray_latches, 0u);
   cluster_->failed_ids().add(9);
-  Result<Audit> recovered = w_->audit(**client);
+  auto recovered = audit_table(*cluster_, MicroWorkload::kTable);
   ASSERT_TRUE(recovered) << recovered.status().to_string();
   EXPECT_TRUE(recovered->clean()) << recovered->problems.front();
   EXPECT_EQ(recovered->stray_latches, 1u);
   EXPECT_EQ(recovered->rows, 300u);
+  auto client = BlockingClient::create(*cluster_, 0);
+  ASSERT_TRUE(client);
+  Result<Audit> through_txn = w_->audit(**client);
+  ASSERT_TRUE(through_txn) << through_txn.status().to_string();
+  EXPECT_TRUE(through_txn->clean()) << through_txn->problems.front();
+  EXPECT_EQ(through_txn->rows, 300u);
 }
 
 TEST_F(CheckCatches, ADivergentReplicaAndAClobberedValue) {
@@ -261,10 +274,37 @@ TEST_F(CheckCatches, ADivergentReplicaAndAClobberedValue) {
   b.write(w.backup, w.offset + sizeof(SlotHeader), &one, sizeof one);
   b.write(w.node, w.offset + sizeof(SlotHeader) + 20, junk, sizeof junk);
   ASSERT_TRUE(b.run());
+  // The workload's check reads the primary: the clobbered filler shows.
   const CheckResult r = check(0);
   EXPECT_FALSE(r.passed);
-  EXPECT_NE(r.message.find("replicas of key 5 disagree"), std::string::npos) << r.message;
   EXPECT_NE(r.message.find("key 5: bytes 8..48 of its value were overwritten"), std::string::npos) << r.message;
+  // Only the storage audit compares replicas.
+  auto a = audit_table(*cluster_, MicroWorkload::kTable);
+  ASSERT_TRUE(a) << a.status().to_string();
+  bool disagree = false;
+  for (const std::string& p : a->problems) disagree |= p.find("replicas of key 5 disagree") != std::string::npos;
+  EXPECT_TRUE(disagree) << (a->problems.empty() ? "no problem found" : a->problems.front());
+}
+
+// A row that is gone (its slot cleared below the API) is reported by the
+// transactional check as missing, and the scan goes on past it.
+TEST_F(CheckCatches, AMissingRow) {
+  const Where w = locate(77);
+  std::vector<uint8_t> zero(sizeof(SlotHeader), 0);
+  OpBatch b(cluster_->bootstrap_connections(), std::chrono::seconds(5));
+  b.write(w.node, w.offset, zero.data(), static_cast<uint32_t>(zero.size()));
+  b.write(w.backup, w.offset, zero.data(), static_cast<uint32_t>(zero.size()));
+  ASSERT_TRUE(b.run());
+  auto client = BlockingClient::create(*cluster_, 0);
+  ASSERT_TRUE(client);
+  Result<Audit> a = w_->audit(**client);
+  ASSERT_TRUE(a) << a.status().to_string();
+  bool reported = false;
+  for (const std::string& p : a->problems) reported |= p.find("key 77 is missing") != std::string::npos;
+  EXPECT_TRUE(reported) << a->problem_count << " problem(s), first: "
+                        << (a->problems.empty() ? "none" : a->problems.front());
+  EXPECT_LE(a->rows, 299u);
+  EXPECT_GE(a->rows, 290u);  // the scan went on past the gap
 }
 
 }  // namespace

@@ -13,6 +13,15 @@
 
 namespace pandora::workloads {
 
+// A 64-bit mixer (the splitmix64 step): stable across builds, so data
+// derived from it (row tags, initial balances) means the same in every run.
+inline constexpr uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 class Rng {
  public:
   explicit Rng(uint64_t seed) {
@@ -50,10 +59,9 @@ class Rng {
  private:
   static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
   static uint64_t splitmix(uint64_t& x) {
-    uint64_t z = (x += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    const uint64_t z = mix64(x);
+    x += 0x9e3779b97f4a7c15ull;
+    return z;
   }
 
   uint64_t s_[4];

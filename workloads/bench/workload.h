@@ -1,32 +1,39 @@
 // What a benchmark workload provides to pandora-bench (and to tests).
 //
-//   std::vector<TableSpec> specs = w.tables();          // create_tables(cluster, specs)
-//   w.load(loader);                                     // rows, through TableLoader
-//   w.attach(cluster.directory());                      // or: check a previous load matches
-//   Audit before = w.audit(client);                      // quiesced: nothing else running
+//   std::vector<TableSpec> specs = w.tables();          // client.create_tables(specs)
+//   w.load(loader);                                     // rows, through a BulkLoader
+//   w.attach(client.tables());                          // or: check a previous load matches
+//   Audit before = w.audit(session);                    // quiesced: nothing else running
 //   ... every coordinator: TxnOutcome o = w.run_one(txn, rng); sum o.delta when committed ...
-//   CheckResult r = w.check(client, {before.value, sum_of_deltas, uncertain});
+//   CheckResult r = w.check(session, {before.value, sum_of_deltas, uncertain});
 //
-// Each workload keeps one integer invariant that every committed
-// transaction changes by a known amount (TxnOutcome::delta): the micro
-// benchmark's sum of counters, SmallBank's total money. The end-of-run check
-// compares the value found in memory with the value before the run plus the
-// committed deltas of every coordinator of every process that ran, and also
-// checks the structure (every row present once, replicas identical, no latch
-// left held). A Workload is immutable after construction: run_one() is
-// called concurrently from every coordinator with that coordinator's Rng.
+// A workload is written against the public API only (include/pandora/:
+// Txn, Session, BulkLoader, TableSpec), as an application would be: it
+// never sees the engine, the cluster or raw slots. Each keeps one integer
+// invariant that every committed transaction changes by a known amount
+// (TxnOutcome::delta): the micro benchmark's sum of counters, SmallBank's
+// total money. The end-of-run check reads the data back through read-only
+// transactions and compares the value found with the value before the run
+// plus the committed deltas of every coordinator of every process that ran,
+// and checks what the workload's rules say about its rows (every row
+// present, key-derived bytes intact, TPC-C's consistency conditions, ...).
+// The storage below (replicas identical, no latch left held) is audited by
+// `pandora-ctl verify` (recovery/table_audit.h). A Workload is immutable
+// after construction: run_one() is called concurrently from every
+// coordinator with that coordinator's Rng.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "common/status.h"
-#include "common/table_directory.h"
-#include "compute/blocking_client.h"
-#include "compute/loader.h"
-#include "compute/txn.h"
+#include "pandora/session.h"
+#include "pandora/status.h"
+#include "pandora/table.h"
+#include "pandora/txn.h"
 #include "workloads/bench/rng.h"
 
 namespace pandora::workloads {
@@ -47,10 +54,6 @@ struct Audit {
   uint64_t rows = 0;
   uint64_t problem_count = 0;
   std::vector<std::string> problems;
-  // Latches still held by pids in failed-ids: legal after a recovery (a
-  // crashed transaction's latches from before its log record are stolen
-  // by the next transaction that meets them, never scanned for).
-  uint64_t stray_latches = 0;
 
   void problem(std::string text);
   bool clean() const { return problem_count == 0; }
@@ -78,11 +81,12 @@ class Workload {
   // can share one load.
   virtual std::vector<TableSpec> tables() const = 0;
   // Queues every row (the caller runs loader.finish()).
-  virtual Status load(TableLoader& loader) const = 0;
-  // Checks that `dir` holds this workload's tables as tables() would create
-  // them (value sizes, expected rows = the configured key/account count).
-  // kMismatch naming the table and the flag to change otherwise.
-  virtual Status attach(const TableDirectory& dir) const;
+  virtual Status load(BulkLoader& loader) const = 0;
+  // Checks that `loaded` (the tables as created) holds this workload's
+  // tables as tables() would create them (value sizes, expected rows = the
+  // configured key/account count). kMismatch naming the table and the flag
+  // to change otherwise.
+  virtual Status attach(std::span<const TableSpec> loaded) const;
 
   // Names of the transaction types of the mix (TxnOutcome::type indexes it).
   virtual const std::vector<std::string>& txn_types() const = 0;
@@ -92,14 +96,22 @@ class Workload {
 
   // What Audit::value means, e.g. "total money".
   virtual std::string_view invariant_name() const = 0;
-  // Scans every table of the workload (nothing else may run meanwhile).
-  // Errors are failures to read memory; what is wrong with the data goes
-  // into Audit::problems.
-  virtual Result<Audit> audit(BlockingClient& client) const = 0;
+  // Reads every row of the workload through read-only transactions on
+  // `session` (nothing else may run meanwhile). Errors are failures to
+  // reach memory; what is wrong with the data goes into Audit::problems.
+  virtual Result<Audit> audit(Session& session) const = 0;
 
   // audit() and compare: value == baseline + committed_delta, no problems,
   // no uncertain transactions.
-  CheckResult check(BlockingClient& client, const CheckInput& in) const;
+  CheckResult check(Session& session, const CheckInput& in) const;
 };
+
+// Reads keys [0, keys) of `table` through read-only transactions of up to
+// `batch` reads each and calls `on_row` for each row found, in key order.
+// A missing key or a read that keeps aborting on a quiet cluster is a
+// problem in `audit`; a transport failure is the error returned.
+using AuditRowFn = std::function<void(uint64_t key, std::span<const uint8_t> value)>;
+Status read_table(Session& session, uint32_t table, std::string_view table_name, uint64_t keys,
+                  const AuditRowFn& on_row, Audit& audit, uint32_t batch = 256);
 
 }  // namespace pandora::workloads

@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include "workloads/bench/flag_values.h"
-#include "workloads/bench/table_scan.h"
 
 namespace pandora::workloads {
 
@@ -20,10 +19,6 @@ uint64_t load_le64(const uint8_t* p) {
 void store_le64(uint8_t* p, uint64_t v) { std::memcpy(p, &v, sizeof v); }
 
 uint8_t filler_byte(uint64_t key, size_t i) { return static_cast<uint8_t>(key * 131 + i * 7 + 1); }
-
-// Rows re-read through the transaction API by audit(): the hottest keys
-// under Zipf and a spread over the rest.
-constexpr uint64_t kSamples = 16;
 
 }  // namespace
 
@@ -100,7 +95,7 @@ bool MicroWorkload::filler_intact(uint64_t key, std::span<const uint8_t> value) 
   return true;
 }
 
-Status MicroWorkload::load(TableLoader& loader) const {
+Status MicroWorkload::load(BulkLoader& loader) const {
   for (uint64_t key = 0; key < options_.keys; ++key) {
     if (Status s = loader.add(kTable, key, initial_value(key)); !s) return s;
   }
@@ -150,31 +145,16 @@ TxnOutcome MicroWorkload::run_one(Txn& txn, Rng& rng) const {
   return out;
 }
 
-Result<Audit> MicroWorkload::audit(BlockingClient& client) const {
+Result<Audit> MicroWorkload::audit(Session& session) const {
   Audit a;
-  std::map<uint64_t, std::vector<uint8_t>> samples;
-  const uint64_t stride = std::max<uint64_t>(1, options_.keys / kSamples);
   uint64_t sum = 0;
-  uint64_t out_of_range = 0;
-  Status s = scan_table(client.cluster(), kTable, [&](const ScannedRow& r) {
-    if (r.key >= options_.keys) {
-      ++out_of_range;
-      return;
-    }
-    sum += load_le64(r.value.data());
-    if (!filler_intact(r.key, r.value)) {
-      a.problem(fmt::format("micro: key {}: bytes 8..{} of its value were overwritten", r.key, r.value.size()));
-    }
-    if (r.key < kSamples / 2 || r.key % stride == 0) {
-      if (samples.size() < kSamples) samples[r.key].assign(r.value.begin(), r.value.end());
+  Status s = read_table(session, kTable, "micro", options_.keys, [&](uint64_t key, std::span<const uint8_t> value) {
+    sum += load_le64(value.data());
+    if (!filler_intact(key, value)) {
+      a.problem(fmt::format("micro: key {}: bytes 8..{} of its value were overwritten", key, value.size()));
     }
   }, a);
   if (!s) return s;
-  if (out_of_range > 0) {
-    a.problem(fmt::format("micro: {} rows have keys outside 0..{}", out_of_range, options_.keys - 1));
-  }
-  if (a.rows != options_.keys) a.problem(fmt::format("micro: {} rows found, {} loaded", a.rows, options_.keys));
-  if (Status t = sample_through_txn(client, kTable, samples, a); !t) return t;
   a.value = static_cast<int64_t>(sum);
   return a;
 }

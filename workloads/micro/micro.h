@@ -60,11 +60,11 @@ class MicroWorkload final : public Workload {
 
   std::string_view name() const override { return "micro"; }
   std::vector<TableSpec> tables() const override;
-  Status load(TableLoader& loader) const override;
+  Status load(BulkLoader& loader) const override;
   const std::vector<std::string>& txn_types() const override { return types_; }
   TxnOutcome run_one(Txn& txn, Rng& rng) const override;
   std::string_view invariant_name() const override { return "sum of counters"; }
-  Result<Audit> audit(BlockingClient& client) const override;
+  Result<Audit> audit(Session& session) const override;
 
   const MicroOptions& options() const { return options_; }
 

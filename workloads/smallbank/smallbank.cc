@@ -6,9 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "compute/placement.h"
 #include "workloads/bench/flag_values.h"
-#include "workloads/bench/table_scan.h"
 
 namespace pandora::workloads {
 
@@ -22,9 +20,6 @@ int64_t get_i64(const uint8_t* p) {
 void put_i64(uint8_t* p, int64_t v) { std::memcpy(p, &v, sizeof v); }
 
 uint64_t tag_of(uint32_t table, uint64_t account) { return mix64(account * 2654435761u + table) | 1; }
-
-// Accounts re-read through the transaction API by audit(), per table.
-constexpr uint64_t kSamples = 8;
 
 // Ends an attempt that failed before commit. The engine has already released
 // what it latched when a call failed; abort() closes the attempt (and
@@ -114,7 +109,7 @@ int64_t SmallBankWorkload::initial_total() const {
   return total;
 }
 
-Status SmallBankWorkload::load(TableLoader& loader) const {
+Status SmallBankWorkload::load(BulkLoader& loader) const {
   uint8_t value[kValueSize];
   for (uint32_t table : {kSavings, kChecking}) {
     for (uint64_t a = 0; a < options_.accounts; ++a) {
@@ -241,37 +236,21 @@ TxnOutcome SmallBankWorkload::write_check(Txn& txn, uint64_t a) const {
   return TxnOutcome{txn.commit(), kWriteCheck, -debit};
 }
 
-Result<Audit> SmallBankWorkload::audit(BlockingClient& client) const {
+Result<Audit> SmallBankWorkload::audit(Session& session) const {
   Audit a;
   int64_t total = 0;
-  const uint64_t stride = std::max<uint64_t>(1, options_.accounts / kSamples);
   for (uint32_t table : {kSavings, kChecking}) {
     const std::string_view tname = table == kSavings ? "savings" : "checking";
-    std::map<uint64_t, std::vector<uint8_t>> samples;
-    uint64_t out_of_range = 0;
-    const uint64_t rows_before = a.rows;
-    Status s = scan_table(client.cluster(), table, [&](const ScannedRow& r) {
-      if (r.key >= options_.accounts) {
-        ++out_of_range;
-        return;
-      }
-      total += get_i64(r.value.data());
+    Status s = read_table(session, table, tname, options_.accounts, [&](uint64_t key, std::span<const uint8_t> value) {
+      total += get_i64(value.data());
       uint64_t tag;
-      std::memcpy(&tag, r.value.data() + 8, sizeof tag);
-      if (tag != tag_of(table, r.key)) {
+      std::memcpy(&tag, value.data() + 8, sizeof tag);
+      if (tag != tag_of(table, key)) {
         a.problem(fmt::format("{}: account {} carries another row's tag (a write landed on the wrong row)", tname,
-                              r.key));
+                              key));
       }
-      if (r.key % stride == 0 && samples.size() < kSamples) samples[r.key].assign(r.value.begin(), r.value.end());
     }, a);
     if (!s) return s;
-    if (out_of_range > 0) {
-      a.problem(fmt::format("{}: {} rows with account ids >= {}", tname, out_of_range, options_.accounts));
-    }
-    if (a.rows - rows_before != options_.accounts) {
-      a.problem(fmt::format("{}: {} rows found, {} loaded", tname, a.rows - rows_before, options_.accounts));
-    }
-    if (Status t = sample_through_txn(client, table, samples, a); !t) return t;
   }
   a.value = total;
   return a;

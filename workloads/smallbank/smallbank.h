@@ -77,11 +77,11 @@ class SmallBankWorkload final : public Workload {
 
   std::string_view name() const override { return "smallbank"; }
   std::vector<TableSpec> tables() const override;
-  Status load(TableLoader& loader) const override;
+  Status load(BulkLoader& loader) const override;
   const std::vector<std::string>& txn_types() const override { return types_; }
   TxnOutcome run_one(Txn& txn, Rng& rng) const override;
   std::string_view invariant_name() const override { return "total money (cents)"; }
-  Result<Audit> audit(BlockingClient& client) const override;
+  Result<Audit> audit(Session& session) const override;
 
   const SmallBankOptions& options() const { return options_; }
   uint64_t hot_accounts() const { return hot_; }

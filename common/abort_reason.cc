@@ -1,4 +1,6 @@
-#include "compute/txn.h"
+// The public API's names of abort reasons (include/pandora/txn.h), here so
+// code that uses only the public API links without the engine.
+#include "pandora/txn.h"
 
 namespace pandora {
 

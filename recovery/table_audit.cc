@@ -1,4 +1,4 @@
-#include "workloads/bench/table_scan.h"
+#include "recovery/table_audit.h"
 
 #include <algorithm>
 #include <bit>
@@ -12,7 +12,7 @@
 #include "compute/op_batch.h"
 #include "compute/table_geometry.h"
 
-namespace pandora::workloads {
+namespace pandora {
 
 namespace {
 
@@ -38,14 +38,20 @@ struct Copies {
 
 }  // namespace
 
-Status scan_table(Cluster& cluster, uint32_t table_id, const RowFn& on_row, Audit& audit) {
+void TableAudit::problem(std::string text) {
+  ++problem_count;
+  if (problems.size() < kMaxProblems) problems.push_back(std::move(text));
+}
+
+Result<TableAudit> audit_table(Cluster& cluster, uint32_t table_id, const RowFn& on_row) {
+  TableAudit audit;
   const TableEntry* t = cluster.directory().find(table_id);
   if (!t) return Status(Errc::kInvalidArgument, fmt::format("table {} is not in the table directory", table_id));
   const std::string tname(t->name, strnlen(t->name, kTableNameBytes));
   const uint64_t bb = bucket_bytes(*t);
   const uint64_t per_chunk = std::max<uint64_t>(1, kChunkBytes / bb);
   const size_t nodes = cluster.node_count();
-  if (nodes > 64) return Status(Errc::kUnsupported, "scan_table supports at most 64 memory nodes");
+  if (nodes > 64) return Status(Errc::kUnsupported, "audit_table supports at most 64 memory nodes");
 
   std::unordered_map<uint64_t, Copies> seen;
   seen.reserve(t->expected_rows + t->expected_rows / 4);
@@ -101,7 +107,7 @@ Status scan_table(Cluster& cluster, uint32_t table_id, const RowFn& on_row, Audi
         ++c.count;
         if (n == replicas[0]) {
           ++audit.rows;
-          on_row(ScannedRow{key, v.version(), std::span<const uint8_t>(v.value(), t->value_size)});
+          if (on_row) on_row(ScannedRow{key, v.version(), std::span<const uint8_t>(v.value(), t->value_size)});
         }
       }
     }
@@ -114,36 +120,7 @@ Status scan_table(Cluster& cluster, uint32_t table_id, const RowFn& on_row, Audi
                                 std::popcount(c.node_mask), want));
     }
   }
-  return Status::ok();
+  return audit;
 }
 
-Status sample_through_txn(BlockingClient& client, uint32_t table_id,
-                          const std::map<uint64_t, std::vector<uint8_t>>& expected, Audit& audit) {
-  for (const auto& entry : expected) {
-    const uint64_t key = entry.first;
-    const std::vector<uint8_t>& want = entry.second;
-    std::vector<uint8_t> got;
-    CommitOutcome o = client.transact([&](Txn& t) {
-      auto v = t.read(table_id, key);
-      if (!v) return v.reason();
-      got.assign((*v).begin(), (*v).end());
-      return AbortReason::kNone;
-    });
-    if (!o.committed) {
-      if (o.reason == AbortReason::kTransport) {
-        return Status(o.detail.is_ok() ? Errc::kDisconnected : o.detail.code(),
-                      fmt::format("reading key {} of table {}: {}", key, table_id, o.detail.message()));
-      }
-      audit.problem(fmt::format("table {}: a read-only transaction on key {} aborted ({}) on a quiet cluster",
-                                table_id, key, abort_reason_name(o.reason)));
-      continue;
-    }
-    if (got != want) {
-      audit.problem(fmt::format("table {}: key {} read through a transaction differs from the scanned primary copy",
-                                table_id, key));
-    }
-  }
-  return Status::ok();
-}
-
-}  // namespace pandora::workloads
+}  // namespace pandora
