@@ -75,7 +75,7 @@ if(PANDORA_BUILD_BENCHMARKS)
 endif()
 
 # libpq (nlohmann-json is required above): pandora-pg-bench, the PostgreSQL peer
-# (workloads/postgres/). Optional: without it that one binary is skipped
+# (workloads/peers/postgres/). Optional: without it that one binary is skipped
 # with a message, everything else builds.
 pkg_check_modules(LIBPQ QUIET IMPORTED_TARGET libpq)
 set(PANDORA_HAVE_LIBPQ OFF)

@@ -137,7 +137,7 @@ done
 build="$(cd -- "$build" 2>/dev/null && pwd -P)" || die "no build directory (--build)"
 bench="$build/workloads/bench/pandora-bench"
 memd="$build/memory/pandora-memd"
-pgbench="$build/workloads/postgres/pandora-pg-bench"
+pgbench="$build/workloads/peers/postgres/pandora-pg-bench"
 [[ -x "$bench" ]] || die "pandora-bench not found at $bench (ninja -C $build pandora-bench)"
 [[ -x "$memd" ]] || die "pandora-memd not found at $memd (ninja -C $build pandora-memd)"
 [[ -x "$pgbench" ]] ||

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A throw-away PostgreSQL 15 server for comparisons with Pandora
-# (workloads/postgres/pandora-pg-bench, deploy/compare/compare.sh).
+# (workloads/peers/postgres/pandora-pg-bench, deploy/compare/compare.sh).
 #
 #   bash deploy/postgres/postgres.sh start  --dir DIR [--port P] [options]
 #   bash deploy/postgres/postgres.sh status --dir DIR

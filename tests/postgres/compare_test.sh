@@ -17,7 +17,7 @@ set -euo pipefail
 build="$(cd -- "${1:?usage: compare_test.sh BUILD_DIR}" && pwd -P)"
 root="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd -P)"
 pgbin=/usr/lib/postgresql/15/bin
-pgbench="$build/workloads/postgres/pandora-pg-bench"
+pgbench="$build/workloads/peers/postgres/pandora-pg-bench"
 bench="$build/workloads/bench/pandora-bench"
 
 # shellcheck source=deploy/lib/cluster_common.sh

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "workloads/postgres/pg_bench_config.h"
-#include "workloads/postgres/smallbank_pg.h"
-#include "workloads/postgres/sqlstate.h"
+#include "workloads/peers/postgres/pg_bench_config.h"
+#include "workloads/peers/postgres/smallbank_pg.h"
+#include "workloads/peers/postgres/sqlstate.h"
 
 namespace pandora::workloads::pg {
 namespace {

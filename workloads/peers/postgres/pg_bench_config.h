@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "common/status.h"
-#include "workloads/postgres/pg_workload.h"
-#include "workloads/postgres/tatp_pg.h"
-#include "workloads/postgres/tpcc_pg.h"
+#include "workloads/peers/postgres/pg_workload.h"
+#include "workloads/peers/postgres/tatp_pg.h"
+#include "workloads/peers/postgres/tpcc_pg.h"
 #include "workloads/smallbank/smallbank.h"
 
 namespace pandora::workloads::pg {

@@ -1,11 +1,11 @@
-#include "workloads/postgres/pg_runner.h"
+#include "workloads/peers/postgres/pg_runner.h"
 
 #include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
 
-#include "workloads/postgres/sqlstate.h"
+#include "workloads/peers/postgres/sqlstate.h"
 
 namespace pandora::workloads::pg {
 

@@ -1,4 +1,4 @@
-#include "workloads/postgres/sqlstate.h"
+#include "workloads/peers/postgres/sqlstate.h"
 
 namespace pandora::workloads::pg {
 

@@ -9,9 +9,9 @@
 
 #include <fmt/format.h>
 
-#include "workloads/postgres/pg_bench_config.h"
-#include "workloads/postgres/pg_report.h"
-#include "workloads/postgres/pg_runner.h"
+#include "workloads/peers/postgres/pg_bench_config.h"
+#include "workloads/peers/postgres/pg_report.h"
+#include "workloads/peers/postgres/pg_runner.h"
 
 namespace pandora::workloads::pg {
 namespace {

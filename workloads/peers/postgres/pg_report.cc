@@ -1,4 +1,4 @@
-#include "workloads/postgres/pg_report.h"
+#include "workloads/peers/postgres/pg_report.h"
 
 #include <fmt/format.h>
 

@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "workloads/postgres/pg_bench_config.h"
-#include "workloads/postgres/pg_runner.h"
+#include "workloads/peers/postgres/pg_bench_config.h"
+#include "workloads/peers/postgres/pg_runner.h"
 
 namespace pandora::workloads::pg {
 

@@ -9,7 +9,7 @@
 // sum(W_YTD) in cents = before + committed payment amounts.
 #pragma once
 
-#include "workloads/postgres/pg_workload.h"
+#include "workloads/peers/postgres/pg_workload.h"
 
 namespace pandora::workloads::pg {
 

@@ -9,7 +9,7 @@
 
 #include <memory>
 
-#include "workloads/postgres/pg_workload.h"
+#include "workloads/peers/postgres/pg_workload.h"
 #include "workloads/smallbank/smallbank.h"
 
 namespace pandora::workloads::pg {

@@ -1,4 +1,4 @@
-#include "workloads/postgres/tpcc_params.h"
+#include "workloads/peers/postgres/tpcc_params.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "workloads/postgres/tatp_params.h"
+#include "workloads/peers/postgres/tatp_params.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "workloads/postgres/pg_bench_config.h"
+#include "workloads/peers/postgres/pg_bench_config.h"
 
 #include <fstream>
 #include <sstream>
@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/options.h"
-#include "workloads/postgres/smallbank_pg.h"
+#include "workloads/peers/postgres/smallbank_pg.h"
 
 namespace pandora::workloads::pg {
 

@@ -1,10 +1,10 @@
-#include "workloads/postgres/tpcc_pg.h"
+#include "workloads/peers/postgres/tpcc_pg.h"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-#include "workloads/postgres/tpcc_params.h"
+#include "workloads/peers/postgres/tpcc_params.h"
 
 namespace pandora::workloads::pg {
 

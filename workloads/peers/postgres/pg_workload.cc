@@ -1,4 +1,4 @@
-#include "workloads/postgres/pg_workload.h"
+#include "workloads/peers/postgres/pg_workload.h"
 
 #include <fmt/format.h>
 

@@ -1,8 +1,8 @@
-#include "workloads/postgres/tatp_pg.h"
+#include "workloads/peers/postgres/tatp_pg.h"
 
 #include <fmt/format.h>
 
-#include "workloads/postgres/tatp_params.h"
+#include "workloads/peers/postgres/tatp_params.h"
 
 namespace pandora::workloads::pg {
 

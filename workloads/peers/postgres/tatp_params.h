@@ -13,7 +13,7 @@
 #include <string>
 
 #include "workloads/bench/rng.h"
-#include "workloads/postgres/param_text.h"
+#include "workloads/peers/postgres/param_text.h"
 
 namespace pandora::workloads::tatp {
 

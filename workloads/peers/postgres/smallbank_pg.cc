@@ -1,4 +1,4 @@
-#include "workloads/postgres/smallbank_pg.h"
+#include "workloads/peers/postgres/smallbank_pg.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "workloads/postgres/pg_conn.h"
+#include "workloads/peers/postgres/pg_conn.h"
 
 #include <charconv>
 #include <vector>

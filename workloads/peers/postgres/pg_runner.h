@@ -20,7 +20,7 @@
 
 #include "common/latency_histogram.h"
 #include "common/status.h"
-#include "workloads/postgres/pg_workload.h"
+#include "workloads/peers/postgres/pg_workload.h"
 
 namespace pandora::workloads::pg {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "workloads/bench/rng.h"
-#include "workloads/postgres/param_text.h"
+#include "workloads/peers/postgres/param_text.h"
 
 namespace pandora::workloads::tpcc {
 

@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "workloads/bench/rng.h"
-#include "workloads/postgres/pg_conn.h"
+#include "workloads/peers/postgres/pg_conn.h"
 
 namespace pandora::workloads::pg {
 

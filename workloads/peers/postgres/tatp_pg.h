@@ -12,7 +12,7 @@
 // Invariant: call_forwarding rows = before + committed inserts - deletes.
 #pragma once
 
-#include "workloads/postgres/pg_workload.h"
+#include "workloads/peers/postgres/pg_workload.h"
 
 namespace pandora::workloads::pg {
 
