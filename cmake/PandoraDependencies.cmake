@@ -36,6 +36,13 @@ if(NOT OpenSSL_FOUND OR NOT TARGET OpenSSL::Crypto)
   pandora_missing("OpenSSL libcrypto" "libssl-dev")
 endif()
 
+# JSON for the history tools (litmus/history/json.h): parsing and printing
+# come from a maintained library, not hand-written code.
+find_package(nlohmann_json 3.10 CONFIG QUIET)
+if(NOT nlohmann_json_FOUND)
+  pandora_missing("nlohmann-json" "nlohmann-json3-dev")
+endif()
+
 find_library(IBVERBS_LIBRARY ibverbs)
 find_path(IBVERBS_INCLUDE_DIR infiniband/verbs.h)
 if(NOT IBVERBS_LIBRARY OR NOT IBVERBS_INCLUDE_DIR)

@@ -32,7 +32,7 @@ USAGE
 readonly PACKAGES=(
   cmake ninja-build clang libclang-rt-14-dev pkg-config libibverbs-dev librdmacm-dev
   libboost-dev libboost-context-dev libzookeeper-mt-dev zookeeper libpmem-dev
-  libbenchmark-dev libfmt-dev libgtest-dev libssl-dev
+  libbenchmark-dev libfmt-dev libgtest-dev libssl-dev nlohmann-json3-dev
 )
 
 die() { echo "setup.sh: error: $*" >&2; exit 1; }

@@ -41,7 +41,7 @@ std::vector<EdgeType> step_types(const Anomaly& a) {
 }
 
 TEST(Checker, EmptyHistoryIsClean) {
-  const Report r = check({});
+  const Report r = check(History{});
   EXPECT_TRUE(r.clean());
   EXPECT_EQ(r.summary.transactions, 0u);
 }
@@ -60,10 +60,14 @@ TEST(Checker, SerialHistoryIsClean) {
     EXPECT_EQ(r.summary.objects, 2u);
   }
   const Report r = check(h.txns);
-  // ww: x1->x2, y1->y2. wr: x1 to T2, T3, T4; y1 to T3, T4.
-  // rw: T2 read x1 and T3 read x1, y1 -> T4 (the next writer); T2 read y0 is its own.
-  EXPECT_EQ(r.summary.edges[static_cast<size_t>(EdgeType::kWW)], 2u);
-  EXPECT_EQ(r.summary.edges[static_cast<size_t>(EdgeType::kWR)], 5u);
+  // x0 and y0 are the initial state (stand-in writers I_x, I_y).
+  // ww: I_x->x1->x2, I_y->y1->y2. wr: I_x to T1, I_y to T2, x1 to T2, T3, T4;
+  // y1 to T3, T4. rw: T2 read x1 and T3 read x1, y1 -> T4 (the next
+  // writer); T1's read of x0 and T2's of y0 are their own.
+  EXPECT_EQ(r.summary.edges[static_cast<size_t>(EdgeType::kWW)], 4u);
+  EXPECT_EQ(r.summary.edges[static_cast<size_t>(EdgeType::kWR)], 7u);
+  EXPECT_EQ(r.summary.standins, 2u);
+  EXPECT_EQ(r.summary.initial_standins, 2u);
   EXPECT_EQ(r.summary.edges[static_cast<size_t>(EdgeType::kRW)], 3u);
   EXPECT_GT(r.summary.edges[static_cast<size_t>(EdgeType::kRT)], 0u);
   EXPECT_EQ(r.summary.dependency_components, 0u);
@@ -84,16 +88,29 @@ TEST(Checker, ConcurrentSerializableHistoryIsClean) {
   EXPECT_EQ(r.summary.aborted, 1u);
 }
 
-TEST(Checker, InitialAndUnrecordedVersionsAreAllowed) {
+TEST(Checker, UnrecordedVersionsGetStandInWriters) {
   HistoryBuilder h;
-  // Versions 5 and 6 of key 1 were installed by nobody recorded (initial
-  // load): reading them is fine, and the read of v5 still precedes the
-  // recorded writer of v7.
+  // Versions 5 and 6 of key 1 were installed by nobody recorded. With an
+  // unknown initial state v5, the lowest, is it; v6 is a garbage read in a
+  // complete history and fine in a partial one. Either way both get a
+  // stand-in writer, so the read of v5 precedes v6's writer (rw) and v6's
+  // writer precedes the recorded writer of v7 (ww).
   h.txn(0, 100, 200).items = {rd(1, 5)};
   h.txn(0, 300, 400).items = {upd(1, 6)};
   const Report r = check(h.txns);
-  EXPECT_TRUE(r.clean()) << format_report_text(r);
-  EXPECT_EQ(r.summary.edges[static_cast<size_t>(EdgeType::kRW)], 1u);
+  const Anomaly& a = only(r);
+  EXPECT_EQ(a.kind, AnomalyKind::kGarbageRead);
+  EXPECT_EQ(a.version, 6u);
+  EXPECT_NE(a.detail.find("its initial state is v5"), std::string::npos) << a.detail;
+  CheckOptions partial;
+  partial.complete = false;
+  const Report p = check(h.txns, partial);
+  EXPECT_TRUE(p.clean()) << format_report_text(p);
+  EXPECT_EQ(p.summary.standins, 2u);
+  EXPECT_EQ(p.summary.initial_standins, 1u);
+  EXPECT_EQ(p.summary.edges[static_cast<size_t>(EdgeType::kRW)], 1u);
+  EXPECT_EQ(p.summary.edges[static_cast<size_t>(EdgeType::kWW)], 2u);
+  EXPECT_EQ(p.summary.edges[static_cast<size_t>(EdgeType::kWR)], 2u);
 }
 
 TEST(Checker, G0WriteCycle) {
@@ -251,9 +268,9 @@ TEST(Checker, TouchingTransactionsAreNotRealTimeOrdered) {
 
 TEST(Checker, GarbageRead) {
   HistoryBuilder h;
-  h.txn(0, 100, 200).items = {upd(1, 1)};  // installs v2
+  h.txn(0, 100, 200).items = {upd(1, 1)};  // reads the initial v1, installs v2
   h.txn(1, 300, 400).items = {rd(1, 9)};   // nobody installed v9
-  h.txn(2, 500, 600).items = {rd(1, 0)};   // below v2: initial state... but stale
+  h.txn(2, 500, 600).items = {rd(1, 1)};   // the initial state again: stale, but serializable
   CheckOptions no_rt = serializability();
   Report r = check(h.txns, no_rt);
   const Anomaly& a = only(r);
@@ -327,7 +344,8 @@ TEST(Checker, JsonReport) {
   const std::string json = format_report_json(check(h.txns, serializability()));
   EXPECT_EQ(json,
             "{\"model\":\"serializability\",\"summary\":{\"transactions\":2,\"committed\":2,\"aborted\":0,"
-            "\"objects\":1,\"accesses\":3,\"edges\":{\"ww\":0,\"wr\":0,\"rw\":1,\"rt\":0},"
+            "\"objects\":1,\"accesses\":3,\"standins\":1,\"initial_standins\":1,"
+            "\"edges\":{\"ww\":1,\"wr\":2,\"rw\":1,\"rt\":0},"
             "\"dependency_components\":0,\"realtime_components\":0},\"counts\":{\"G0\":0,\"G1a\":0,\"G1c\":0,"
             "\"G-single\":0,\"G2\":0,\"lost-update\":0,\"garbage-read\":0,\"internal\":0},\"anomalies\":[]}\n");
   const std::string strict = format_report_json(check(h.txns));
@@ -351,8 +369,9 @@ TEST(CheckerSlots, KeyReinsertedAtAnotherSlotIsNoAnomaly) {
     EXPECT_EQ(r.summary.objects, 3u);
     EXPECT_EQ(r.summary.dependency_components, 0u);
   }
-  // ww: k1@A v1->v2->v3, k1@B v1->v2->v3, k2 v5->v6; none across slots.
-  EXPECT_EQ(check(h).summary.edges[static_cast<size_t>(EdgeType::kWW)], 5u);
+  // ww: k1@A v1->v2->v3, k1@B v1->v2->v3, k2 v4 (initial: a stand-in)
+  // ->v5->v6; none across slots.
+  EXPECT_EQ(check(h).summary.edges[static_cast<size_t>(EdgeType::kWW)], 6u);
 }
 
 TEST(CheckerSlots, SlotZeroIsOneIncarnationAsBefore) {
