@@ -501,5 +501,46 @@ TEST(CheckerStandIns, TwoPreRunVersionsAreNotBothTheInitialState) {
   EXPECT_TRUE(a.realtime);
 }
 
+// A header that knows the initial state: key 1 loaded at v1, key 2 absent.
+TEST(CheckerStandIns, KnownInitialState) {
+  const InitialState loaded = InitialState::loaded(1, {{0, 1, 1}});
+  HistoryBuilder h;
+  h.txn(0, 100, 200).items = {rd(1, 1)};  // the loaded version: its stand-in is the initial state
+  h.txn(0, 300, 400).items = {upd(1, 1)};
+  Report r = check(h.txns, {}, loaded);
+  EXPECT_TRUE(r.clean()) << format_report_text(r);
+  EXPECT_EQ(r.summary.initial_standins, 1u);
+
+  // Below the loaded version: garbage in every mode (no writer can install it).
+  h.txn(1, 500, 600).items = {rd(1, 0)};
+  CheckOptions partial;
+  partial.complete = false;
+  r = check(h.txns, partial, loaded);
+  const Anomaly& below = only(r);
+  EXPECT_EQ(below.kind, AnomalyKind::kGarbageRead);
+  EXPECT_EQ(below.version, 0u);
+  EXPECT_NE(below.detail.find("below v1, the version it was loaded with"), std::string::npos) << below.detail;
+  h.txns.pop_back();
+
+  // Key 2 was absent: an unrecorded version of it is garbage in a complete
+  // history even below its lowest recorded write (an unknown initial state
+  // would take it for the initial one).
+  h.txn(1, 500, 600).items = {rd(2, 3)};
+  h.txn(1, 700, 800).items = {upd(2, 3)};
+  EXPECT_TRUE(check(h.txns).clean()) << format_report_text(check(h.txns));
+  r = check(h.txns, {}, loaded);
+  const Anomaly& absent = only(r);
+  EXPECT_EQ(absent.kind, AnomalyKind::kGarbageRead);
+  EXPECT_EQ(absent.key, 2u);
+  EXPECT_NE(absent.detail.find("the key was absent when the run began"), std::string::npos) << absent.detail;
+  EXPECT_TRUE(check(h.txns, partial, loaded).clean());
+
+  // Reads of an absent key read no version: never garbage.
+  TraceItem none = rd(3, 0);
+  none.present = false;
+  h.txn(2, 900, 1000).items = {none};
+  EXPECT_EQ(check(h.txns, {}, loaded).anomalies.size(), 1u);
+}
+
 }  // namespace
 }  // namespace pandora::history
