@@ -118,27 +118,15 @@ struct Checker::State {
 
   TxnRef ref(uint64_t index) const {
     const TxnMeta& m = txns[index];
-    TxnRef r;
-    r.index = index;
-    r.pid = m.pid;
-    r.coordinator = m.coordinator;
-    r.seq = m.seq;
-    r.begin_ns = m.begin_ns;
-    r.end_ns = m.end_ns;
-    r.committed = m.committed;
-    return r;
+    return TxnRef{.index = index, .pid = m.pid, .coordinator = m.coordinator, .seq = m.seq, .begin_ns = m.begin_ns,
+                  .end_ns = m.end_ns, .committed = m.committed};
   }
   // A graph node's transaction or stand-in.
   TxnRef node_ref(uint32_t node) const {
     if (node < node_txn.size()) return ref(node_txn[node]);
     const Access& a = standins[node - node_txn.size()];
-    TxnRef r;
-    r.role = standin_roles[node - node_txn.size()];
-    r.table = a.table;
-    r.key = a.key;
-    r.slot = a.slot;
-    r.version = a.version;
-    return r;
+    return TxnRef{.role = standin_roles[node - node_txn.size()], .table = a.table, .key = a.key, .slot = a.slot,
+                  .version = a.version};
   }
   // Cycles start at the lowest history index; stand-ins come after every
   // recorded transaction.

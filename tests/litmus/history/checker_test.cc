@@ -34,6 +34,19 @@ const Anomaly& only(const Report& r) {
   return r.anomalies.empty() ? kNone : r.anomalies[0];
 }
 
+CheckOptions partial_history() {
+  CheckOptions o;
+  o.complete = false;
+  return o;
+}
+
+// `r` has exactly one anomaly, a G-single that needs real-time order.
+void expect_realtime_gsingle(const Report& r) {
+  const Anomaly& a = only(r);
+  EXPECT_EQ(a.kind, AnomalyKind::kGSingle) << format_report_text(r);
+  EXPECT_TRUE(a.realtime);
+}
+
 std::vector<EdgeType> step_types(const Anomaly& a) {
   std::vector<EdgeType> types;
   for (const CycleStep& s : a.steps) types.push_back(s.type);
@@ -102,9 +115,7 @@ TEST(Checker, UnrecordedVersionsGetStandInWriters) {
   EXPECT_EQ(a.kind, AnomalyKind::kGarbageRead);
   EXPECT_EQ(a.version, 6u);
   EXPECT_NE(a.detail.find("its initial state is v5"), std::string::npos) << a.detail;
-  CheckOptions partial;
-  partial.complete = false;
-  const Report p = check(h.txns, partial);
+  const Report p = check(h.txns, partial_history());
   EXPECT_TRUE(p.clean()) << format_report_text(p);
   EXPECT_EQ(p.summary.standins, 2u);
   EXPECT_EQ(p.summary.initial_standins, 1u);
@@ -470,13 +481,9 @@ TEST(CheckerStandIns, PartialHistoryGoingBackwardsIsACycle) {
   h.txn(1, 3000, 4000).items = {rd(1, 4)};   // v4: unrecorded writer
   h.txn(2, 5000, 6000).items = {rd(1, 3)};   // later, v3: unrecorded writer
   h.txn(0, 7000, 8000).items = {upd(1, 4)};  // v4 -> v5, recorded
-  CheckOptions partial;
-  partial.complete = false;
-  const Report r = check(h.txns, partial);
-  const Anomaly& a = only(r);
-  EXPECT_EQ(a.kind, AnomalyKind::kGSingle) << format_report_text(r);
-  EXPECT_TRUE(a.realtime);
+  expect_realtime_gsingle(check(h.txns, partial_history()));
   // Serializable without real time: the reads can be ordered v3 before v4.
+  CheckOptions partial = partial_history();
   partial.realtime = false;
   EXPECT_TRUE(check(h.txns, partial).clean()) << format_report_text(check(h.txns, partial));
 }
@@ -493,12 +500,7 @@ TEST(CheckerStandIns, TwoPreRunVersionsAreNotBothTheInitialState) {
   const Report r = check(h.txns);
   EXPECT_EQ(r.count(AnomalyKind::kGarbageRead), 1u) << format_report_text(r);
   EXPECT_EQ(r.count(AnomalyKind::kGSingle), 1u) << format_report_text(r);
-  CheckOptions partial;
-  partial.complete = false;
-  const Report p = check(h.txns, partial);
-  const Anomaly& a = only(p);
-  EXPECT_EQ(a.kind, AnomalyKind::kGSingle) << format_report_text(p);
-  EXPECT_TRUE(a.realtime);
+  expect_realtime_gsingle(check(h.txns, partial_history()));
 }
 
 // A header that knows the initial state: key 1 loaded at v1, key 2 absent.
@@ -513,8 +515,7 @@ TEST(CheckerStandIns, KnownInitialState) {
 
   // Below the loaded version: garbage in every mode (no writer can install it).
   h.txn(1, 500, 600).items = {rd(1, 0)};
-  CheckOptions partial;
-  partial.complete = false;
+  const CheckOptions partial = partial_history();
   r = check(h.txns, partial, loaded);
   const Anomaly& below = only(r);
   EXPECT_EQ(below.kind, AnomalyKind::kGarbageRead);
