@@ -88,13 +88,18 @@ Status Driver::setup() {
   if (Status s = create_tables(*cluster_, specs, cto); !s) return s;
   TableLoader loader(*cluster_);
   const std::array<uint8_t, kValueSize> zero{};
+  std::vector<history::KeyRange> loaded;
   for (uint32_t i = 0; i < o_.instances; ++i) {
     if (!initially_present(spec_of(i).kind)) continue;
     for (uint32_t v = 0; v < spec_of(i).vars; ++v) {
       if (Status s = loader.add(kTable, key_of(i, v), zero); !s) return s;
     }
+    loaded.push_back({kTable, key_of(i, 0), key_of(i, spec_of(i).vars - 1)});
   }
   if (Status s = loader.finish(); !s) return s;
+  // The loader writes every row with version 1 into fresh tables: exactly
+  // these keys were present when the first transaction began.
+  loaded_ = history::InitialState::loaded(1, std::move(loaded));
   max_pid_ = static_cast<uint16_t>(std::min<uint32_t>(cluster_->lanes().max_fixed_pid(), 65535));
   // The replicas' leader needs the table directory: started once it exists.
   if (real_) return real_->start_detectors();
@@ -186,7 +191,7 @@ int Driver::child_main(size_t slot, uint16_t pid) {
   // (whose outcome recovery decides).
   std::unique_ptr<history::HistoryWriter> writer;
   if (!o_.history.empty()) {
-    auto w = history::HistoryWriter::create(fmt::format("{}.{}", o_.history, pid));
+    auto w = history::HistoryWriter::create(fmt::format("{}.{}", o_.history, pid), loaded_);
     if (!w) {
       fprintf(stderr, "pid %u: history: %s\n", pid, w.status().to_string().c_str());
       return 13;

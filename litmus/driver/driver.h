@@ -52,6 +52,7 @@
 #include "compute/compute_config.h"
 #include "compute/crash_points.h"
 #include "litmus/driver/litmus_spec.h"
+#include "litmus/history/initial_state.h"
 #include "litmus/driver/real_detector.h"
 #include "litmus/driver/shared_page.h"
 #include "memory/local_memd.h"
@@ -165,6 +166,8 @@ class Driver {
   std::unique_ptr<RealDetector> real_;
   SharedMapping shared_;
   std::vector<Child> children_;
+  // What setup() loaded (key ranges at version 1), for --history's header.
+  history::InitialState loaded_;
   uint32_t next_pid_ = kDriverPid + 1;
   uint16_t max_pid_ = 0;
   double p_crash_ = 0;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 namespace pandora::history {
 namespace {
@@ -15,9 +16,15 @@ constexpr uint64_t kMaxTransactions = uint64_t{1} << 28;
 // closing with ww/wr paths before settling for a G2 cycle.
 constexpr int kGSingleAttempts = 32;
 
+// Accesses of all objects (the sorted table plus stand-ins) stay below this,
+// so that an Edge's 30-bit to_access can name every one.
+constexpr size_t kMaxAccesses = size_t{1} << 29;
+
 // Sort order within one version: committed writes, then aborted writes,
-// then reads, so a version's writers are known before its readers.
-enum AccessKind : uint32_t { kWrite = 0, kAbortedWrite = 1, kRead = 2 };
+// then reads, so a version's writers are known before its readers. Reads of
+// an absent key read no version: they take part in edges like reads but
+// never need a writer.
+enum AccessKind : uint32_t { kWrite = 0, kAbortedWrite = 1, kRead = 2, kAbsentRead = 3 };
 
 // One access to an object: an incarnation (table, key, slot) of a key, whose
 // version numbers are one slot's counter (checker.h).
@@ -95,17 +102,41 @@ std::string_view anomaly_kind_name(AnomalyKind k) {
 
 struct Checker::State {
   CheckOptions options;
+  InitialState initial;
   std::vector<TxnMeta> txns;
-  std::vector<uint32_t> node_txn;  // graph node -> index in txns
+  std::vector<uint32_t> node_txn;  // graph node -> index in txns (committed transactions)
   std::vector<Access> accesses;
+  // Stand-in writers, graph nodes node_txn.size() + i. Their accesses are
+  // numbered scanned + i while scan_objects() runs and appended to
+  // `accesses` after it, so that edges can name them as witnesses.
+  std::vector<Access> standins;
+  std::vector<TxnRole> standin_roles;
+  size_t scanned = 0;  // accesses of recorded transactions (sorted)
   std::vector<Edge> edges;
   Report report;
   uint64_t beyond_limit = 0;  // transactions add() could not take
 
   TxnRef ref(uint64_t index) const {
     const TxnMeta& m = txns[index];
-    return TxnRef{index, m.pid, m.coordinator, m.seq, m.begin_ns, m.end_ns, m.committed};
+    return TxnRef{.index = index, .pid = m.pid, .coordinator = m.coordinator, .seq = m.seq, .begin_ns = m.begin_ns,
+                  .end_ns = m.end_ns, .committed = m.committed};
   }
+  // A graph node's transaction or stand-in.
+  TxnRef node_ref(uint32_t node) const {
+    if (node < node_txn.size()) return ref(node_txn[node]);
+    const Access& a = standins[node - node_txn.size()];
+    return TxnRef{.role = standin_roles[node - node_txn.size()], .table = a.table, .key = a.key, .slot = a.slot,
+                  .version = a.version};
+  }
+  // Cycles start at the lowest history index; stand-ins come after every
+  // recorded transaction.
+  uint64_t node_order(uint32_t node) const {
+    return node < node_txn.size() ? node_txn[node] : kMaxTransactions + (node - node_txn.size());
+  }
+  uint32_t node_of_access(uint32_t id) const {
+    return id < scanned ? txns[accesses[id].txn].node : static_cast<uint32_t>(node_txn.size() + (id - scanned));
+  }
+  uint32_t real_nodes() const { return static_cast<uint32_t>(node_txn.size() + standins.size()); }
 
   void add_anomaly(Anomaly a) {
     ++report.counts[static_cast<size_t>(a.kind)];
@@ -171,7 +202,7 @@ void Checker::State::add(const TxnTrace& t) {
       continue;
     }
     if (reads) {
-      a.kind = kRead;
+      a.kind = it.op == TraceOp::kRead && !it.present ? kAbsentRead : kRead;
       a.version = it.read_version;
       accesses.push_back(a);
     }
@@ -193,12 +224,12 @@ void Checker::State::add(const TxnTrace& t) {
 }
 
 void Checker::State::add_edge(EdgeType type, uint32_t from_access, uint32_t to_access) {
-  const Access& a = accesses[from_access];
-  const Access& b = accesses[to_access];
-  if (a.txn == b.txn) return;
+  const uint32_t from = node_of_access(from_access);
+  const uint32_t to = node_of_access(to_access);
+  if (from == to) return;
   Edge e;
-  e.from = txns[a.txn].node;
-  e.to = txns[b.txn].node;
+  e.from = from;
+  e.to = to;
   e.from_access = from_access;
   e.to_access = to_access;
   e.type = static_cast<uint32_t>(type);
@@ -206,132 +237,182 @@ void Checker::State::add_edge(EdgeType type, uint32_t from_access, uint32_t to_a
   ++report.summary.edges[static_cast<size_t>(type)];
 }
 
-// Walks each object's accesses in version order, adding dependency edges
-// and the non-cycle anomalies. An object is one incarnation (table, key,
-// slot): version numbers order only the accesses of one slot, so nothing
-// here relates two incarnations of a key.
+// Walks each object's accesses in version order, adding dependency edges,
+// stand-in writers and the non-cycle anomalies. An object is one
+// incarnation (table, key, slot): version numbers order only the accesses
+// of one slot, so nothing here relates two incarnations of a key.
 void Checker::State::scan_objects() {
   std::sort(accesses.begin(), accesses.end());
-  if (accesses.size() >= (size_t{1} << 30)) {
-    // Edge::to_access has 30 bits; far beyond what the memory budget allows.
+  if (accesses.size() >= kMaxAccesses) {
+    // Edge::to_access has 30 bits and stand-ins need numbers too; far beyond
+    // what the memory budget allows anyway.
     Anomaly a;
     a.kind = AnomalyKind::kInternal;
-    a.detail = fmt::format("{} accesses exceed the checker's limit of 2^30; history not checked", accesses.size());
+    a.detail = fmt::format("{} accesses exceed the checker's limit of 2^29; history not checked", accesses.size());
     add_anomaly(std::move(a));
     accesses.clear();
   }
+  scanned = accesses.size();
   edges.reserve(accesses.size() + accesses.size() / 2);
 
-  std::vector<uint32_t> prev_writers, writers, aborted, readers, pending;
+  std::vector<uint32_t> prev_writers, writers, aborted, readers, absent, pending;
   const size_t n = accesses.size();
+  // Splits the accesses of one version, [g, h), by kind; sorted by (kind,
+  // txn), so one entry per transaction and kind.
+  auto split = [&](size_t g, size_t h) {
+    writers.clear();
+    aborted.clear();
+    readers.clear();
+    absent.clear();
+    for (size_t k = g; k < h; ++k) {
+      std::vector<uint32_t>* list = accesses[k].kind == kWrite          ? &writers
+                                    : accesses[k].kind == kAbortedWrite ? &aborted
+                                    : accesses[k].kind == kRead         ? &readers
+                                                                        : &absent;
+      if (list->empty() || accesses[list->back()].txn != accesses[k].txn) list->push_back(static_cast<uint32_t>(k));
+    }
+  };
+  auto version_end = [&](size_t g, size_t j) {
+    size_t h = g;
+    while (h < j && accesses[h].version == accesses[g].version) ++h;
+    return h;
+  };
+  auto object_anomaly = [&](AnomalyKind kind, const Access& first, uint64_t version) {
+    Anomaly a;
+    a.kind = kind;
+    a.table = first.table;
+    a.key = first.key;
+    a.slot = first.slot;
+    a.version = version;
+    return a;
+  };
+  auto readers_name = [](size_t count, size_t offset) {
+    return count == 1 ? fmt::format("T{}", offset + 1) : fmt::format("T{}..T{}", offset + 1, offset + count);
+  };
+
   size_t i = 0;
   while (i < n) {
     size_t j = i;
     while (j < n && accesses[j].same_object(accesses[i])) ++j;
     ++report.summary.objects;
+    const Access& first = accesses[i];
+    const std::string object = object_name(first.table, first.key, first.slot);
+
+    // The incarnation's start (initial_state.h): its lowest recorded
+    // committed write and lowest unrecorded version read.
+    std::optional<uint64_t> lowest_write, lowest_unrecorded;
+    for (size_t g = i; g < j && !(lowest_write && lowest_unrecorded);) {
+      const size_t h = version_end(g, j);
+      split(g, h);
+      if (!writers.empty() && !lowest_write) lowest_write = accesses[g].version;
+      if (writers.empty() && aborted.empty() && !readers.empty() && !lowest_unrecorded) {
+        lowest_unrecorded = accesses[g].version;
+      }
+      g = h;
+    }
+    const IncarnationStart start = initial.start(first.table, first.key, lowest_unrecorded, lowest_write);
+
     prev_writers.clear();
     pending.clear();
-    bool seen_committed = false;
-    uint64_t last_committed = 0;
-
     for (size_t g = i; g < j;) {
-      size_t h = g;
-      while (h < j && accesses[h].version == accesses[g].version) ++h;
+      const size_t h = version_end(g, j);
       const uint64_t version = accesses[g].version;
-      writers.clear();
-      aborted.clear();
-      readers.clear();
-      for (size_t k = g; k < h; ++k) {
-        // Sorted by (kind, txn): one entry per transaction and kind.
-        std::vector<uint32_t>* list = accesses[k].kind == kWrite          ? &writers
-                                      : accesses[k].kind == kAbortedWrite ? &aborted
-                                                                          : &readers;
-        if (list->empty() || accesses[list->back()].txn != accesses[k].txn) list->push_back(static_cast<uint32_t>(k));
-      }
-      const Access& first = accesses[g];
+      split(g, h);
 
       if (!writers.empty()) {
         if (writers.size() > 1) {
-          Anomaly a;
-          a.kind = AnomalyKind::kLostUpdate;
+          Anomaly a = object_anomaly(AnomalyKind::kLostUpdate, first, version);
           for (uint32_t w : writers) a.txns.push_back(ref(accesses[w].txn));
-          a.table = first.table;
-          a.key = first.key;
-          a.slot = first.slot;
-          a.version = version;
           a.detail = fmt::format("{} committed transactions (T1..T{}) all installed {} v{}", writers.size(),
-                                 writers.size(), object_name(first.table, first.key, first.slot), version);
+                                 writers.size(), object, version);
           add_anomaly(std::move(a));
         }
-        for (uint32_t p : prev_writers) {
-          for (uint32_t w : writers) add_edge(EdgeType::kWW, p, w);
-        }
-        for (uint32_t r : pending) {
-          for (uint32_t w : writers) add_edge(EdgeType::kRW, r, w);
-        }
-        pending.clear();
-        for (uint32_t w : writers) {
-          for (uint32_t r : readers) add_edge(EdgeType::kWR, w, r);
-        }
-        prev_writers = writers;
-        seen_committed = true;
-        last_committed = version;
-        pending.insert(pending.end(), readers.begin(), readers.end());
+      } else if (!readers.empty() && !aborted.empty()) {
+        // The version order of a rolled-back version is unknown (the next
+        // committed writer reuses its number), so these reads get no edges.
+        Anomaly a = object_anomaly(AnomalyKind::kG1a, first, version);
+        for (uint32_t w : aborted) a.txns.push_back(ref(accesses[w].txn));
+        for (uint32_t r : readers) a.txns.push_back(ref(accesses[r].txn));
+        a.detail = fmt::format("committed {} read {} v{}, which only aborted {} installed",
+                               readers_name(readers.size(), aborted.size()), object, version,
+                               readers_name(aborted.size(), 0));
+        add_anomaly(std::move(a));
+        g = h;
+        continue;
+      } else if (!readers.empty() && version < start.floor) {
+        // Below the version the run began with: no writer could have
+        // installed it, so it gets none (and no edges).
+        Anomaly a = object_anomaly(AnomalyKind::kGarbageRead, first, version);
+        for (uint32_t r : readers) a.txns.push_back(ref(accesses[r].txn));
+        a.detail = fmt::format("{} read {} v{}, below v{}, the version it was loaded with before the run",
+                               readers_name(readers.size(), 0), object, version, start.floor);
+        add_anomaly(std::move(a));
+        g = h;
+        continue;
       } else if (!readers.empty()) {
-        if (!aborted.empty()) {
-          // The version order of a rolled-back version is unknown (the next
-          // committed writer reuses its number), so these reads get no rw
-          // edges.
-          Anomaly a;
-          a.kind = AnomalyKind::kG1a;
-          for (uint32_t w : aborted) a.txns.push_back(ref(accesses[w].txn));
+        // Read, but no recorded transaction installed it: a stand-in writer
+        // takes its place in the version order.
+        const bool is_initial = start.initial == version;
+        if (!is_initial && options.complete) {
+          Anomaly a = object_anomaly(AnomalyKind::kGarbageRead, first, version);
           for (uint32_t r : readers) a.txns.push_back(ref(accesses[r].txn));
-          a.table = first.table;
-          a.key = first.key;
-          a.slot = first.slot;
-          a.version = version;
-          a.detail = fmt::format("committed {} read {} v{}, which only aborted {} installed",
-                                 readers.size() == 1 ? fmt::format("T{}", aborted.size() + 1)
-                                                     : fmt::format("T{}..T{}", aborted.size() + 1, a.txns.size()),
-                                 object_name(first.table, first.key, first.slot), version,
-                                 aborted.size() == 1 ? std::string("T1") : fmt::format("T1..T{}", aborted.size()));
+          const std::string why =
+              start.initial ? fmt::format("and its initial state is v{}", *start.initial)
+              : initial.known()
+                  ? std::string("and the key was absent when the run began")
+                  : fmt::format("above v{}, a committed version, so not the initial state", lowest_write.value_or(0));
+          a.detail = fmt::format("{} read {} v{}, which no transaction in the history installed, {}",
+                                 readers_name(readers.size(), 0), object, version, why);
           add_anomaly(std::move(a));
-        } else {
-          if (seen_committed && options.complete) {
-            Anomaly a;
-            a.kind = AnomalyKind::kGarbageRead;
-            for (uint32_t r : readers) a.txns.push_back(ref(accesses[r].txn));
-            a.table = first.table;
-            a.key = first.key;
-            a.slot = first.slot;
-            a.version = version;
-            a.detail = fmt::format(
-                "{} read {} v{}, which no transaction in the history installed (committed versions reach v{} below "
-                "it, so it is not the initial state)",
-                readers.size() == 1 ? std::string("T1") : fmt::format("T1..T{}", readers.size()),
-                object_name(first.table, first.key, first.slot), version, last_committed);
-            add_anomaly(std::move(a));
-          }
-          // Unrecorded but ordered by its number: readers precede the next
-          // recorded writer.
-          pending.insert(pending.end(), readers.begin(), readers.end());
         }
+        Access w = first;
+        w.version = version;
+        w.kind = kWrite;
+        w.txn = 0;
+        standins.push_back(w);
+        standin_roles.push_back(is_initial ? TxnRole::kInitial : TxnRole::kUnrecorded);
+        ++report.summary.standins;
+        if (is_initial) ++report.summary.initial_standins;
+        writers.assign(1, static_cast<uint32_t>(scanned + standins.size() - 1));
+      } else {
+        // Absent-key reads only: they precede the next writer.
+        pending.insert(pending.end(), absent.begin(), absent.end());
+        g = h;
+        continue;
       }
+
+      for (uint32_t p : prev_writers) {
+        for (uint32_t w : writers) add_edge(EdgeType::kWW, p, w);
+      }
+      for (uint32_t r : pending) {
+        for (uint32_t w : writers) add_edge(EdgeType::kRW, r, w);
+      }
+      pending.clear();
+      for (uint32_t w : writers) {
+        for (uint32_t r : readers) add_edge(EdgeType::kWR, w, r);
+        for (uint32_t r : absent) add_edge(EdgeType::kWR, w, r);
+      }
+      prev_writers = writers;
+      pending.insert(pending.end(), readers.begin(), readers.end());
+      pending.insert(pending.end(), absent.begin(), absent.end());
       g = h;
     }
     i = j;
   }
   report.summary.accesses = n;
+  accesses.insert(accesses.end(), standins.begin(), standins.end());
 }
 
 // Real-time order with O(n) edges: committed transactions sorted by end
 // time get time points V_0 -> V_1 -> ... (one per transaction, in that
 // order); T -> V_pos(T), and V_k -> T' for the last k whose end time is
 // below T'.begin. Then T1 reaches T2 through the chain exactly when
-// T1.end < T2.begin.
+// T1.end < T2.begin. Time points are numbered after every real node
+// (transactions and stand-ins); stand-ins get no real-time edges.
 void Checker::State::add_realtime_edges() {
   const auto n = static_cast<uint32_t>(node_txn.size());
   if (n == 0) return;
+  const uint32_t base = real_nodes();
   auto end_of = [&](uint32_t node) {
     const TxnMeta& m = txns[node_txn[node]];
     return std::max(m.end_ns, m.begin_ns);  // a clock step backwards must not make T precede itself
@@ -354,13 +435,13 @@ void Checker::State::add_realtime_edges() {
     ++report.summary.edges[static_cast<size_t>(EdgeType::kRT)];
   };
   for (uint32_t k = 0; k < n; ++k) {
-    push(order[k], n + k);
-    if (k + 1 < n) push(n + k, n + k + 1);
+    push(order[k], base + k);
+    if (k + 1 < n) push(base + k, base + k + 1);
   }
   for (uint32_t node = 0; node < n; ++node) {
     const uint64_t begin = txns[node_txn[node]].begin_ns;
     const auto k = static_cast<size_t>(std::lower_bound(ends.begin(), ends.end(), begin) - ends.begin());
-    if (k > 0) push(n + static_cast<uint32_t>(k - 1), node);
+    if (k > 0) push(base + static_cast<uint32_t>(k - 1), node);
   }
 }
 
@@ -387,7 +468,7 @@ Anomaly Checker::State::cycle_anomaly(const Graph& g, const std::vector<uint32_t
   // Start at the transaction with the lowest history index.
   size_t start = 0;
   for (size_t i = 1; i < raw.size(); ++i) {
-    if (node_txn[raw[i].from] < node_txn[raw[start].from]) start = i;
+    if (node_order(raw[i].from) < node_order(raw[start].from)) start = i;
   }
   std::rotate(raw.begin(), raw.begin() + static_cast<std::ptrdiff_t>(start), raw.end());
 
@@ -396,7 +477,7 @@ Anomaly Checker::State::cycle_anomaly(const Graph& g, const std::vector<uint32_t
   const auto k = static_cast<uint32_t>(raw.size());
   for (uint32_t i = 0; i < k; ++i) {
     const RawStep& r = raw[i];
-    a.txns.push_back(ref(node_txn[r.from]));
+    a.txns.push_back(node_ref(r.from));
     CycleStep s;
     s.from = i;
     s.to = (i + 1) % k;
@@ -489,8 +570,9 @@ void Checker::State::find_cycles(Graph& g) {
   }
 }
 
-Checker::Checker(CheckOptions options) : s_(std::make_unique<State>()) {
+Checker::Checker(CheckOptions options, InitialState initial) : s_(std::make_unique<State>()) {
   s_->options = options;
+  s_->initial = std::move(initial);
   s_->report.options = options;
 }
 
@@ -511,22 +593,26 @@ Report Checker::finish() {
     s.add_anomaly(std::move(a));
   }
   s.scan_objects();
-  const auto real = static_cast<uint32_t>(s.node_txn.size());
+  const auto committed = static_cast<uint32_t>(s.node_txn.size());
   if (s.options.realtime) s.add_realtime_edges();
-  Graph g(real, s.options.realtime ? real : 0, std::move(s.edges));
+  Graph g(s.real_nodes(), s.options.realtime ? committed : 0, std::move(s.edges));
   s.edges = {};
   s.find_cycles(g);
   Report out = std::move(s.report);
+  InitialState initial = std::move(s.initial);
   s_ = std::make_unique<State>();
   s_->options = out.options;
+  s_->initial = std::move(initial);
   s_->report.options = out.options;
   return out;
 }
 
-Report check(const std::vector<TxnTrace>& history, CheckOptions options) {
-  Checker c(options);
-  for (const TxnTrace& t : history) c.add(t);
+Report check(const std::vector<TxnTrace>& txns, CheckOptions options, const InitialState& initial) {
+  Checker c(options, initial);
+  for (const TxnTrace& t : txns) c.add(t);
   return c.finish();
 }
+
+Report check(const History& history, CheckOptions options) { return check(history.txns, options, history.initial); }
 
 }  // namespace pandora::history

@@ -23,13 +23,25 @@
 //
 // Version order. Within an incarnation the slot's counter grows by one per
 // committed write, so the version numbers ARE the version order. Writers of
-// a version may be missing from the history (the initial load, processes
-// that recorded nothing, other keys that used the slot in between): edges
-// then link the recorded neighbours, which the total version order makes
-// sound.
-//   ww  writer of v        -> writer of the next recorded committed version
+// a version may be missing from the history (the initial state, writers
+// that recovery rolled forward, processes that recorded nothing). A version
+// that committed transactions read but no recorded committed transaction
+// installed gets a stand-in writer: a graph node of its own, placed in the
+// version order like a recorded writer (version order = write order), with
+// no real-time edges (its time is unknown). So unrecorded versions are
+// ordered against each other and against recorded ones: a transaction that
+// reads v4 and a later one that reads v3 close the cycle T -rt-> T' -rw->
+// writer(v4) -wr-> T, which the old "readers precede the next recorded
+// writer" rule missed (the state going backwards, as a recovery bug would
+// make it). Versions nobody read need no writer: edges link their
+// neighbours.
+//   ww  writer of v        -> writer of the next written version
 //   wr  writer of v        -> every committed reader of v
-//   rw  reader of v        -> writer of the next recorded committed version
+//   rw  reader of v        -> writer of the next written version
+// ("writer" being recorded or a stand-in). The initial state
+// (initial_state.h: the header's, or for an unknown one the lowest
+// unrecorded version read, below every recorded write) has a stand-in too,
+// marked as the initial state.
 //   rt  (strict serializability, CheckOptions::realtime) T1 -> T2 when
 //       T1.end_ns < T2.begin_ns. Encoded with O(n) edges through a chain of
 //       time points ordered by end time, which preserves exactly the
@@ -54,9 +66,16 @@
 //   lost-update: two or more committed transactions installed the same
 //     version of an object.
 //   garbage-read: a committed read of a version that no transaction in the
-//     history installed although a lower version was installed by a
-//     recorded committed transaction (so it is not the initial state).
-//     Turn off with CheckOptions::complete = false for partial histories.
+//     history installed and that is not the incarnation's initial state
+//     (initial_state.h): above a recorded write, a second pre-run version,
+//     or any unrecorded version of a key that was absent when the run
+//     began. Turn off with CheckOptions::complete = false for partial
+//     histories (their unrecorded versions keep their stand-in writers, so
+//     an order they contradict is still a cycle). Reads below the loaded
+//     version (InitialState's floor) are garbage reads in both modes: no
+//     writer can install a version below the one the run began with.
+//     Reads of an absent key (present false) are exempt: they read no
+//     version.
 //   internal: a committed record that breaks the trace contract (an update
 //     that did not install read version + 1, a write of version 0).
 // G1b (intermediate read) cannot occur: a Pandora transaction installs one
@@ -69,7 +88,8 @@
 // included); the traces themselves are not kept (Checker::add() copies out
 // what it needs). history_bench (Release): 1e6 transactions, 5.6e6
 // accesses, strict serializability: about 2 s and 528 MiB (485 MiB before
-// each access carried its slot).
+// each access carried its slot). At most 2^28 transactions and 2^29
+// accesses (stand-ins take access numbers too).
 #pragma once
 
 #include <array>
@@ -81,6 +101,8 @@
 
 #include "compute/txn_trace.h"
 #include "litmus/history/dsg.h"
+#include "litmus/history/history.h"
+#include "litmus/history/initial_state.h"
 
 namespace pandora::history {
 
@@ -112,15 +134,28 @@ struct CheckOptions {
   bool complete = true;
 };
 
+// Who a graph node is: a recorded transaction, or the stand-in writer of a
+// version nobody recorded installing ("Version order").
+enum class TxnRole : uint8_t { kRecorded = 0, kInitial, kUnrecorded };
+
 // A transaction as reports name it.
 struct TxnRef {
-  uint64_t index = 0;  // 0-based position in the history (line - 1 for one file)
+  TxnRole role = TxnRole::kRecorded;
+  // Recorded transactions.
+  uint64_t index = 0;  // 0-based position in the history (transaction lines of one file, in order)
   uint16_t pid = 0;
   uint16_t coordinator = 0;
   uint32_t seq = 0;
   uint64_t begin_ns = 0;
   uint64_t end_ns = 0;
   bool committed = false;
+  // Stand-ins: the incarnation and the version they installed.
+  uint32_t table = 0;
+  uint64_t key = 0;
+  uint64_t slot = 0;
+  uint64_t version = 0;
+
+  bool standin() const { return role != TxnRole::kRecorded; }
 };
 
 // One edge of a cycle: Anomaly::txns[from] -> txns[to].
@@ -168,6 +203,10 @@ struct Summary {
   // aborted writes.
   uint64_t objects = 0;
   uint64_t accesses = 0;
+  // Stand-in writers of versions read but not recorded as written, and how
+  // many of them are initial states.
+  uint64_t standins = 0;
+  uint64_t initial_standins = 0;
   // Edges by EdgeType. Real-time edges are counted as encoded (about 3 per
   // committed transaction), not as the O(n^2) relation they stand for.
   std::array<uint64_t, 4> edges{};
@@ -189,7 +228,7 @@ struct Report {
 // then finish() once.
 class Checker {
  public:
-  explicit Checker(CheckOptions options = {});
+  explicit Checker(CheckOptions options = {}, InitialState initial = {});
   ~Checker();
   Checker(const Checker&) = delete;
   Checker& operator=(const Checker&) = delete;
@@ -202,6 +241,7 @@ class Checker {
   std::unique_ptr<State> s_;
 };
 
-Report check(const std::vector<TxnTrace>& history, CheckOptions options = {});
+Report check(const std::vector<TxnTrace>& txns, CheckOptions options = {}, const InitialState& initial = {});
+Report check(const History& history, CheckOptions options = {});
 
 }  // namespace pandora::history

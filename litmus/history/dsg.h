@@ -3,7 +3,8 @@
 // subset of edge types (Tarjan, iterative so that a million-node component
 // cannot overflow the stack) and a shortest path / cycle search.
 //
-// Nodes [0, real_nodes) are committed transactions; nodes above are
+// Nodes [0, real_nodes) are committed transactions and the checker's
+// stand-in writers of unrecorded versions (checker.h); nodes above are
 // "virtual" time points the checker uses to encode real-time order with
 // O(n) edges (see checker.cc). Path lengths count real nodes only (0-1 BFS:
 // entering a virtual node is free), so a cycle through the time chain is as

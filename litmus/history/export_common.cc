@@ -45,7 +45,8 @@ bool ExportIndex::Version::operator<(const Version& o) const {
   return std::tie(object, version, txn) < std::tie(o.object, o.version, o.txn);
 }
 
-ExportIndex::ExportIndex(const std::vector<TxnTrace>& history) : history_(history) {
+ExportIndex::ExportIndex(const History& h) : history_(h.txns) {
+  const std::vector<TxnTrace>& history = h.txns;
   bool any = false;
   // Compacting whenever the list doubles keeps it near the number of
   // distinct incarnations instead of one entry per access.
@@ -80,6 +81,51 @@ ExportIndex::ExportIndex(const std::vector<TxnTrace>& history) : history_(histor
                    committed_.end());
   std::erase_if(aborted_, [this](const Version& v) { return committed_write(v.object, v.version); });
   std::sort(aborted_.begin(), aborted_.end());
+  add_initial_writes(h.initial);
+}
+
+void ExportIndex::add_initial_writes(const InitialState& initial) {
+  auto unrecorded = [this](uint64_t object, uint64_t v) {
+    return !committed_write(object, v) && aborted_writer(object, v) == UINT64_MAX;
+  };
+  for (const TxnTrace& t : history_) {
+    if (!t.committed) continue;
+    for (const TraceItem& it : t.items) {
+      if (!is_read(it.op) || !it.present) continue;
+      Incarnation& inc = incarnations_[incarnation_of(it)];
+      if (unrecorded(inc.object, it.read_version)) {
+        inc.lowest_unrecorded = std::min(inc.lowest_unrecorded.value_or(UINT64_MAX), it.read_version);
+      }
+    }
+  }
+  std::vector<std::optional<uint64_t>> initial_of(incarnations_.size());
+  for (size_t i = 0; i < incarnations_.size(); ++i) {
+    const Incarnation& inc = incarnations_[i];
+    const auto lowest = std::lower_bound(committed_.begin(), committed_.end(), Version{inc.object, 0, 0});
+    std::optional<uint64_t> lowest_write;
+    if (lowest != committed_.end() && lowest->object == inc.object) lowest_write = lowest->version;
+    initial_of[i] = initial.start(inc.table, inc.key, inc.lowest_unrecorded, lowest_write).initial;
+  }
+  for (const TxnTrace& t : history_) {
+    if (!t.committed) continue;
+    for (const TraceItem& it : t.items) {
+      if (!is_read(it.op) || !it.present) continue;
+      const size_t i = incarnation_of(it);
+      Incarnation& inc = incarnations_[i];
+      if (initial_of[i] == it.read_version && !committed_write(inc.object, it.read_version)) inc.initial_read = true;
+    }
+  }
+  for (size_t i = 0; i < incarnations_.size(); ++i) {
+    const Incarnation& inc = incarnations_[i];
+    if (inc.initial_read) initial_writes_.push_back({true, inc.object, true, *initial_of[i]});
+  }
+  std::sort(initial_writes_.begin(), initial_writes_.end(),
+            [](const ExportOp& a, const ExportOp& b) { return a.object < b.object; });
+  // The initial transaction is a committed writer like any other: aborted
+  // writes of its versions are not exported.
+  for (const ExportOp& w : initial_writes_) committed_.push_back({w.object, w.value, 0});
+  std::sort(committed_.begin(), committed_.end());
+  std::erase_if(aborted_, [this](const Version& v) { return committed_write(v.object, v.version); });
 }
 
 // Sorts incarnations_ by (table, key, slot) and drops duplicates, keeping
@@ -134,12 +180,12 @@ void ExportIndex::number_incarnations() {
   }
 }
 
-uint64_t ExportIndex::object_of(const TraceItem& it) const {
+size_t ExportIndex::incarnation_of(const TraceItem& it) const {
   const auto at = std::lower_bound(incarnations_.begin(), incarnations_.end(), it, [](const Incarnation& a,
                                                                                        const TraceItem& b) {
     return std::tie(a.table, a.key, a.slot) < std::tie(b.table, b.key, b.slot);
   });
-  return at->object;  // every item of the history has its incarnation
+  return static_cast<size_t>(at - incarnations_.begin());  // every item of the history has its incarnation
 }
 
 bool ExportIndex::committed_write(uint64_t object, uint64_t v) const {
@@ -150,15 +196,6 @@ uint64_t ExportIndex::aborted_writer(uint64_t object, uint64_t v) const {
   const auto it = std::lower_bound(aborted_.begin(), aborted_.end(), Version{object, v, 0});
   if (it == aborted_.end() || it->object != object || it->version != v) return UINT64_MAX;
   return it->txn;
-}
-
-bool ExportIndex::read_value(uint64_t object, uint64_t v, uint64_t* value) const {
-  *value = v;
-  if (committed_write(object, v) || aborted_writer(object, v) != UINT64_MAX) return true;
-  // Lowest committed version of the incarnation.
-  const auto it = std::lower_bound(committed_.begin(), committed_.end(), Version{object, 0, 0});
-  const bool any_committed = it != committed_.end() && it->object == object;
-  return any_committed && v > it->version;
 }
 
 Status ExportIndex::ops(uint64_t index, std::vector<ExportOp>* out) const {
@@ -172,7 +209,10 @@ Status ExportIndex::ops(uint64_t index, std::vector<ExportOp>* out) const {
     if (is_read(it.op) && !wrote_before) {
       ExportOp op;
       op.object = object;
-      op.has_value = t.committed && read_value(object, it.read_version, &op.value);
+      // Committed reads carry their version (the initial one included:
+      // the initial transaction wrote it); an aborted one's carry nothing.
+      op.has_value = t.committed;
+      op.value = it.read_version;
       out->push_back(op);
     }
     if (!is_write(it.op)) continue;

@@ -24,12 +24,16 @@
 //
 // Values. A register's value is the version number: unique per incarnation,
 // as both tools require, and it already orders the incarnation's versions.
-//   - A committed read of a version that no committed or aborted
-//     transaction in the history installed and that lies below the object's
-//     lowest committed version is the initial state: exported as nil/null
-//     (both tools' "never written" value).
-//   - Other reads export their version, so reads of unrecorded versions
-//     above it show up as the tools' garbage/incomplete-history errors.
+//   - Every committed read exports its version; none is nil/null (the
+//     tools' "never written", which would accept any number of different
+//     pre-run versions as the initial state).
+//   - The initial state is written explicitly: an initial transaction,
+//     before every other one, writes each incarnation's initial version
+//     (initial_state.h, the same rule as the checker's) when a committed
+//     read reads it and no recorded committed transaction installed it.
+//   - So reads of other unrecorded versions (a second pre-run version, a
+//     version below the loaded one, a version of a key absent at the
+//     start) show up as the tools' garbage/incomplete-history errors.
 //   - Reads of an object the transaction itself already wrote are internal
 //     and are not exported (the trace records the version read before the
 //     write, which the tools would call an internal inconsistency).
@@ -43,12 +47,14 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/status.h"
 #include "compute/txn_trace.h"
+#include "litmus/history/history.h"
 
 namespace pandora::history {
 
@@ -71,11 +77,14 @@ struct ExportOp {
 
 class ExportIndex {
  public:
-  explicit ExportIndex(const std::vector<TxnTrace>& history);
+  explicit ExportIndex(const History& history);
 
   // The micro-operations history[index] exports, in access order. Fails
   // when the history cannot be exported (see "Objects").
   Status ops(uint64_t index, std::vector<ExportOp>* out) const;
+  // The initial transaction's writes (empty: export no initial
+  // transaction), by object.
+  const std::vector<ExportOp>& initial_writes() const { return initial_writes_; }
 
   // Exported objects: incarnations.
   uint64_t objects() const { return incarnations_.size(); }
@@ -90,6 +99,10 @@ class ExportIndex {
     uint64_t slot;
     uint64_t first_ns;  // earliest begin_ns of a transaction accessing it
     uint64_t object;    // the exported key
+    // The lowest version committed transactions read that no recorded
+    // transaction installed, and whether its initial version is read.
+    std::optional<uint64_t> lowest_unrecorded = std::nullopt;
+    bool initial_read = false;
   };
   struct Version {
     uint64_t object;
@@ -99,20 +112,21 @@ class ExportIndex {
   };
   void compact_incarnations();
   void number_incarnations();
-  // The exported key of an item's incarnation.
-  uint64_t object_of(const TraceItem& it) const;
+  // Finds each incarnation's initial version and fills initial_writes_.
+  void add_initial_writes(const InitialState& initial);
+  // The index of an item's incarnation, and its exported key.
+  size_t incarnation_of(const TraceItem& it) const;
+  uint64_t object_of(const TraceItem& it) const { return incarnations_[incarnation_of(it)].object; }
   bool committed_write(uint64_t object, uint64_t v) const;
   // The first aborted writer of a version no committed transaction
   // installed, or UINT64_MAX.
   uint64_t aborted_writer(uint64_t object, uint64_t v) const;
-  // A committed read's exported value.
-  bool read_value(uint64_t object, uint64_t v, uint64_t* value) const;
-
   const std::vector<TxnTrace>& history_;
   Status status_;                          // why the history cannot be exported
   std::vector<Incarnation> incarnations_;  // sorted by (table, key, slot), unique
   std::vector<Version> committed_;         // sorted, unique
   std::vector<Version> aborted_;           // sorted by (object, version, txn)
+  std::vector<ExportOp> initial_writes_;
   uint64_t first_ns_ = 0;
   uint64_t last_ns_ = 0;
 };

@@ -21,10 +21,21 @@ Status exported_ops(const ExportIndex& index, const std::vector<TxnTrace>& histo
 
 bool included(const TxnTrace& t, const std::vector<ExportOp>& ops) { return t.committed || !ops.empty(); }
 
+// One transaction of the "data" array.
+std::string transaction_text(const std::vector<ExportOp>& ops, bool committed) {
+  json::Json events = json::Json::array();
+  for (const ExportOp& op : ops) {
+    const json::Json version = op.has_value ? json::Json(op.value) : json::Json(nullptr);
+    events.push_back({{op.write ? "Write" : "Read", {{"variable", op.object}, {"version", version}}}});
+  }
+  return json::dump({{"events", std::move(events)}, {"committed", committed}});
+}
+
 // Two passes over the session order, so that the header's counts are known
 // without holding the events in memory.
-Status write_dbcop(const std::vector<TxnTrace>& history, TextSink& sink) {
-  const ExportIndex index(history);
+Status write_dbcop(const History& h, TextSink& sink) {
+  const ExportIndex index(h);
+  const std::vector<TxnTrace>& history = h.txns;
 
   // Session order: (pid, coordinator), then begin time, seq, history index.
   std::vector<uint64_t> order(history.size());
@@ -39,8 +50,10 @@ Status write_dbcop(const std::vector<TxnTrace>& history, TextSink& sink) {
            history[order[n]].coordinator == history[order[m]].coordinator;
   };
 
+  const std::vector<ExportOp>& initial = index.initial_writes();
   std::vector<ExportOp> ops;
-  uint64_t sessions = 0, longest_session = 0, longest_txn = 0, in_session = 0;
+  uint64_t sessions = initial.empty() ? 0 : 1;
+  uint64_t longest_session = sessions, longest_txn = initial.size(), in_session = 0;
   for (size_t n = 0; n < order.size(); ++n) {
     if (n == 0 || !same_session(n, n - 1)) in_session = 0;
     if (Status s = exported_ops(index, history, order[n], &ops); !s.is_ok()) return s;
@@ -50,12 +63,20 @@ Status write_dbcop(const std::vector<TxnTrace>& history, TextSink& sink) {
     longest_txn = std::max<uint64_t>(longest_txn, ops.size());
   }
 
-  sink.put(fmt::format(
-      "{{\"params\":{{\"id\":0,\"n_node\":{},\"n_variable\":{},\"n_transaction\":{},\"n_event\":{}}},"
-      "\"info\":\"pandora history\",\"start\":\"{}\",\"end\":\"{}\",\"data\":[",
-      sessions, index.objects(), longest_session, longest_txn, rfc3339_utc(index.first_ns()),
-      rfc3339_utc(index.last_ns())));
+  const json::Json params = {{"id", 0},
+                             {"n_node", sessions},
+                             {"n_variable", index.objects()},
+                             {"n_transaction", longest_session},
+                             {"n_event", longest_txn}};
+  // The header's fields, then "data" streamed one transaction per line.
+  sink.put(fmt::format("{{\"params\":{},\"info\":\"pandora history\",\"start\":{},\"end\":{},\"data\":[",
+                       json::dump(params), json::dump(rfc3339_utc(index.first_ns())),
+                       json::dump(rfc3339_utc(index.last_ns()))));
   bool first_session = true;
+  if (!initial.empty()) {
+    sink.put("\n[\n" + transaction_text(initial, true));
+    first_session = false;
+  }
   in_session = 0;
   std::string line;
   for (size_t n = 0; n < order.size(); ++n) {
@@ -71,21 +92,8 @@ Status write_dbcop(const std::vector<TxnTrace>& history, TextSink& sink) {
     } else {
       line += ',';
     }
-    line += "\n{\"events\":[";
-    for (size_t k = 0; k < ops.size(); ++k) {
-      const ExportOp& op = ops[k];
-      if (k > 0) line += ',';
-      line += op.write ? "{\"Write\":{\"variable\":" : "{\"Read\":{\"variable\":";
-      json::append_u64(line, op.object);
-      line += ",\"version\":";
-      if (op.has_value) {
-        json::append_u64(line, op.value);
-      } else {
-        line += "null";
-      }
-      line += "}}";
-    }
-    line += t.committed ? "],\"committed\":true}" : "],\"committed\":false}";
+    line += '\n';
+    line += transaction_text(ops, t.committed);
     sink.put(line);
   }
   sink.put(first_session ? "]}\n" : "\n]\n]}\n");
@@ -94,14 +102,14 @@ Status write_dbcop(const std::vector<TxnTrace>& history, TextSink& sink) {
 
 }  // namespace
 
-Status export_dbcop(const std::vector<TxnTrace>& history, std::FILE* out) {
+Status export_dbcop(const History& history, std::FILE* out) {
   TextSink sink(out);
   if (Status s = write_dbcop(history, sink); !s.is_ok()) return s;
   if (!sink.finish()) return Status(Errc::kIo, "writing the dbcop export failed");
   return Status::ok();
 }
 
-Result<std::string> dbcop_text(const std::vector<TxnTrace>& history) {
+Result<std::string> dbcop_text(const History& history) {
   TextSink sink(nullptr);
   if (Status s = write_dbcop(history, sink); !s.is_ok()) return s;
   return sink.take();

@@ -7,7 +7,7 @@
 //    "data":[ session, ... ]}
 //   session     = [ transaction, ... ]            (in session order)
 //   transaction = {"events":[ event, ... ],"committed":true|false}
-//   event       = {"Read":{"variable":V,"version":X}}   (X null: initial state)
+//   event       = {"Read":{"variable":V,"version":X}}
 //               | {"Write":{"variable":V,"version":X}}
 //
 // Mapping:
@@ -19,9 +19,11 @@
 //               (incarnation << 8 | table) << 40 | key, which is
 //               table << 40 | key for a key that never moved to another
 //               slot; version = the version number (per slot, so per
-//               variable), with the initial state as null
-//               (export_common.h). dbcop sees a key's incarnations as
-//               unrelated variables.
+//               variable; export_common.h). dbcop sees a key's
+//               incarnations as unrelated variables.
+//   initial     the initial state is an explicit transaction, alone in the
+//               first session, writing each incarnation's initial version
+//               (export_common.h); no read's version is null.
 //   committed   the outcome. Aborted transactions keep only their exported
 //               writes (export_common.h) and are left out when none remain;
 //               dbcop validates every read, and an aborted one's reads
@@ -40,11 +42,11 @@
 #include <vector>
 
 #include "common/status.h"
-#include "compute/txn_trace.h"
+#include "litmus/history/history.h"
 
 namespace pandora::history {
 
-Status export_dbcop(const std::vector<TxnTrace>& history, std::FILE* out);
-Result<std::string> dbcop_text(const std::vector<TxnTrace>& history);
+Status export_dbcop(const History& history, std::FILE* out);
+Result<std::string> dbcop_text(const History& history);
 
 }  // namespace pandora::history

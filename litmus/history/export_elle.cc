@@ -37,8 +37,9 @@ void append_value(std::string& out, const std::vector<ExportOp>& ops, bool with_
   out += ']';
 }
 
-Status write_elle(const std::vector<TxnTrace>& history, TextSink& sink) {
-  const ExportIndex index(history);
+Status write_elle(const History& h, TextSink& sink) {
+  const ExportIndex index(h);
+  const std::vector<TxnTrace>& history = h.txns;
   std::vector<Event> events;
   events.reserve(history.size() * 2);
   for (uint64_t i = 0; i < history.size(); ++i) {
@@ -49,10 +50,19 @@ Status write_elle(const std::vector<TxnTrace>& history, TextSink& sink) {
   }
   std::sort(events.begin(), events.end());
 
-  std::vector<ExportOp> ops;
   std::string line;
-  for (uint64_t n = 0; n < events.size(); ++n) {
-    const Event& e = events[n];
+  uint64_t next_index = 0;
+  if (!index.initial_writes().empty()) {
+    for (const char* type : {":invoke", ":ok"}) {
+      line.clear();
+      line += fmt::format("{{:type {}, :f :txn, :value ", type);
+      append_value(line, index.initial_writes(), false);
+      line += fmt::format(", :process {}, :time 0, :index {}}}\n", kElleInitialProcess, next_index++);
+      sink.put(line);
+    }
+  }
+  std::vector<ExportOp> ops;
+  for (const Event& e : events) {
     const TxnTrace& t = history[e.txn];
     if (Status s = index.ops(e.txn, &ops); !s.is_ok()) return s;
     const bool invoke = e.rank == 1;
@@ -61,7 +71,7 @@ Status write_elle(const std::vector<TxnTrace>& history, TextSink& sink) {
     line += fmt::format("{{:type {}, :f :txn, :value ", type);
     append_value(line, ops, !invoke && t.committed);
     line += fmt::format(", :process {}, :time {}, :index {}}}\n", uint64_t{t.pid} << 16 | t.coordinator,
-                        e.time - index.first_ns(), n);
+                        e.time - index.first_ns(), next_index++);
     sink.put(line);
   }
   return Status::ok();
@@ -69,14 +79,14 @@ Status write_elle(const std::vector<TxnTrace>& history, TextSink& sink) {
 
 }  // namespace
 
-Status export_elle(const std::vector<TxnTrace>& history, std::FILE* out) {
+Status export_elle(const History& history, std::FILE* out) {
   TextSink sink(out);
   if (Status s = write_elle(history, sink); !s.is_ok()) return s;
   if (!sink.finish()) return Status(Errc::kIo, "writing the Elle export failed");
   return Status::ok();
 }
 
-Result<std::string> elle_text(const std::vector<TxnTrace>& history) {
+Result<std::string> elle_text(const History& history) {
   TextSink sink(nullptr);
   if (Status s = write_elle(history, sink); !s.is_ok()) return s;
   return sink.take();

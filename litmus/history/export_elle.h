@@ -17,9 +17,13 @@
 //             incarnation (table, key, slot) of a key, object = (incarnation
 //             << 8 | table) << 40 | key, which is table << 40 | key for a
 //             key that never moved to another slot; value = version number
-//             (per slot, so per object); the initial state is nil. Elle
-//             checks each incarnation's versions on their own and relates
-//             incarnations of one key only through real time.
+//             (per slot, so per object). Elle checks each incarnation's
+//             versions on their own and relates incarnations of one key
+//             only through real time.
+//   initial   the initial state is an explicit transaction (process
+//             kElleInitialProcess, time 0, indexes 0 and 1: before every
+//             other invocation) writing each incarnation's initial version
+//             (export_common.h); no committed read is nil.
 //   :process  pid << 16 | coordinator: one Jepsen process per coordinator,
 //             which runs one transaction at a time, so invocations and
 //             completions alternate per process as Jepsen requires.
@@ -39,13 +43,16 @@
 #include <vector>
 
 #include "common/status.h"
-#include "compute/txn_trace.h"
+#include "litmus/history/history.h"
 
 namespace pandora::history {
 
+// Above every pid << 16 | coordinator.
+inline constexpr uint64_t kElleInitialProcess = uint64_t{1} << 32;
+
 // Writes the export to `out` (not closed).
-Status export_elle(const std::vector<TxnTrace>& history, std::FILE* out);
+Status export_elle(const History& history, std::FILE* out);
 // The export as a string (tests, small histories).
-Result<std::string> elle_text(const std::vector<TxnTrace>& history);
+Result<std::string> elle_text(const History& history);
 
 }  // namespace pandora::history

@@ -14,6 +14,7 @@ namespace pandora::history {
 namespace {
 
 constexpr size_t kWriteBuffer = 1 << 20;
+constexpr std::string_view kFormatName = "pandora-history";
 
 // abort_reason_name() is the single source of the names; this inverts it
 // once. Values it does not name come back as "unknown" and are skipped.
@@ -38,90 +39,69 @@ std::optional<TraceOp> parse_op(std::string_view s) {
   return std::nullopt;
 }
 
-// Tracks which of a fixed set of fields an object had, to report missing and
-// repeated ones. The first `required` names are required, the rest optional
-// (fields added to the format later, so that older files still read).
-template <size_t N>
-class FieldSet {
- public:
-  explicit FieldSet(const std::array<std::string_view, N>& names, size_t required = N)
-      : names_(names), required_(required) {}
-
-  // The field's index, or N for an unknown name. `repeated` says it was seen.
-  size_t mark(std::string_view name, bool* repeated) {
-    for (size_t i = 0; i < N; ++i) {
-      if (names_[i] == name) {
-        *repeated = seen_[i];
-        seen_[i] = true;
-        return i;
-      }
-    }
-    *repeated = false;
-    return N;
+Status parse_item(const json::Json& j, size_t number, TraceItem* item) {
+  const json::Fields f(j, fmt::format("item {}", number));
+  // "slot" came later: optional, 0 when absent.
+  if (Status s = f.check({"table", "key", "op", "present", "rv", "wv", "rval", "wval"}, {"slot"}); !s) return s;
+  uint64_t table = 0;
+  std::string op;
+  if (Status s = f.u64("table", &table, UINT32_MAX); !s) return s;
+  item->table = static_cast<uint32_t>(table);
+  if (Status s = f.u64("key", &item->key); !s) return s;
+  if (f.has("slot")) {
+    if (Status s = f.u64("slot", &item->slot); !s) return s;
   }
-  // The first required field not seen, or empty.
-  std::string_view missing() const {
-    for (size_t i = 0; i < required_; ++i) {
-      if (!seen_[i]) return names_[i];
-    }
-    return {};
-  }
-
- private:
-  const std::array<std::string_view, N>& names_;
-  size_t required_;
-  std::array<bool, N> seen_{};
-};
-
-constexpr std::array<std::string_view, 9> kTxnFields = {"client", "pid",     "coordinator", "seq",  "begin_ns",
-                                                        "end_ns", "outcome", "reason",      "items"};
-// "slot" came later: optional, 0 when absent.
-constexpr std::array<std::string_view, 9> kItemFields = {"table", "key", "op",   "present", "rv",
-                                                         "wv",    "rval", "wval", "slot"};
-constexpr size_t kRequiredItemFields = 8;
-
-bool parse_bounded(json::Cursor& c, std::string_view field, uint64_t max, uint64_t* out) {
-  const size_t at = c.offset();
-  if (!c.parse_u64(out)) return false;
-  if (*out > max) return c.fail_at(at, fmt::format("\"{}\" is {}, above its maximum {}", field, *out, max));
-  return true;
+  if (Status s = f.str("op", &op); !s) return s;
+  const auto parsed_op = parse_op(op);
+  if (!parsed_op) return f.error(fmt::format("\"op\" is \"{}\"; expected \"r\", \"u\", \"i\" or \"d\"", op));
+  item->op = *parsed_op;
+  if (Status s = f.boolean("present", &item->present); !s) return s;
+  if (Status s = f.u64("rv", &item->read_version); !s) return s;
+  if (Status s = f.u64("wv", &item->write_version); !s) return s;
+  if (Status s = f.u64("rval", &item->read_value); !s) return s;
+  return f.u64("wval", &item->write_value);
 }
 
-bool parse_item(json::Cursor& c, TraceItem* item) {
-  FieldSet<kItemFields.size()> seen(kItemFields, kRequiredItemFields);
-  const size_t start = c.offset();
-  std::string s;
+Status parse_txn(const json::Json& j, TxnTrace* t) {
+  const json::Fields f(j);
+  if (Status s = f.check({"client", "pid", "coordinator", "seq", "begin_ns", "end_ns", "outcome", "reason", "items"});
+      !s) {
+    return s;
+  }
+  std::string client, outcome, reason;
   uint64_t v = 0;
-  const bool parsed = c.parse_object([&](const std::string& key) {
-    bool repeated = false;
-    const size_t field = seen.mark(key, &repeated);
-    if (field == kItemFields.size()) return c.fail(fmt::format("unknown item field \"{}\"", key));
-    if (repeated) return c.fail(fmt::format("item field \"{}\" given twice", key));
-    switch (field) {
-      case 0:
-        if (!parse_bounded(c, "table", UINT32_MAX, &v)) return false;
-        item->table = static_cast<uint32_t>(v);
-        return true;
-      case 1: return c.parse_u64(&item->key);
-      case 2: {
-        const size_t at = c.offset();
-        if (!c.parse_string(&s)) return false;
-        const auto op = parse_op(s);
-        if (!op) return c.fail_at(at, fmt::format("\"op\" is \"{}\"; expected \"r\", \"u\", \"i\" or \"d\"", s));
-        item->op = *op;
-        return true;
-      }
-      case 3: return c.parse_bool(&item->present);
-      case 4: return c.parse_u64(&item->read_version);
-      case 5: return c.parse_u64(&item->write_version);
-      case 6: return c.parse_u64(&item->read_value);
-      case 7: return c.parse_u64(&item->write_value);
-      default: return c.parse_u64(&item->slot);
-    }
-  });
-  if (!parsed) return false;
-  if (auto m = seen.missing(); !m.empty()) return c.fail_at(start, fmt::format("item without \"{}\"", m));
-  return true;
+  if (Status s = f.u64("pid", &v, UINT16_MAX); !s) return s;
+  t->pid = static_cast<uint16_t>(v);
+  if (Status s = f.u64("coordinator", &v, UINT16_MAX); !s) return s;
+  t->coordinator = static_cast<uint16_t>(v);
+  if (Status s = f.str("client", &client); !s) return s;
+  if (client != client_name(t->pid, t->coordinator)) {
+    return f.error(
+        fmt::format("\"client\" is \"{}\" but pid.coordinator is {}", client, client_name(t->pid, t->coordinator)));
+  }
+  if (Status s = f.u64("seq", &v, UINT32_MAX); !s) return s;
+  t->seq = static_cast<uint32_t>(v);
+  if (Status s = f.u64("begin_ns", &t->begin_ns); !s) return s;
+  if (Status s = f.u64("end_ns", &t->end_ns); !s) return s;
+  if (Status s = f.str("outcome", &outcome); !s) return s;
+  if (outcome != "committed" && outcome != "aborted") {
+    return f.error(fmt::format("\"outcome\" is \"{}\"; expected \"committed\" or \"aborted\"", outcome));
+  }
+  t->committed = outcome == "committed";
+  if (Status s = f.str("reason", &reason); !s) return s;
+  const auto r = parse_reason(reason);
+  if (!r) return f.error(fmt::format("unknown abort reason \"{}\"", reason));
+  t->reason = *r;
+  if (t->committed && t->reason != AbortReason::kNone) {
+    return f.error(fmt::format("a committed transaction with abort reason \"{}\"", reason));
+  }
+  const json::Json& items = j.at("items");
+  if (!items.is_array()) return f.error(fmt::format("\"items\" is {}: expected an array", json::describe(items)));
+  t->items.resize(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (Status s = parse_item(items[i], i + 1, &t->items[i]); !s) return s;
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -138,128 +118,63 @@ std::string_view op_name(TraceOp op) {
 
 std::string client_name(uint16_t pid, uint16_t coordinator) { return fmt::format("{}.{}", pid, coordinator); }
 
-void append_txn_line(std::string& out, const TxnTrace& t) {
-  out += "{\"client\":";
-  json::append_string(out, client_name(t.pid, t.coordinator));
-  out += ",\"pid\":";
-  json::append_u64(out, t.pid);
-  out += ",\"coordinator\":";
-  json::append_u64(out, t.coordinator);
-  out += ",\"seq\":";
-  json::append_u64(out, t.seq);
-  out += ",\"begin_ns\":";
-  json::append_u64(out, t.begin_ns);
-  out += ",\"end_ns\":";
-  json::append_u64(out, t.end_ns);
-  out += t.committed ? ",\"outcome\":\"committed\"" : ",\"outcome\":\"aborted\"";
-  out += ",\"reason\":";
-  json::append_string(out, abort_reason_name(t.reason));
-  out += ",\"items\":[";
-  for (size_t i = 0; i < t.items.size(); ++i) {
-    const TraceItem& it = t.items[i];
-    if (i > 0) out.push_back(',');
-    out += "{\"table\":";
-    json::append_u64(out, it.table);
-    out += ",\"key\":";
-    json::append_u64(out, it.key);
-    if (it.slot != 0) {  // 0 (unknown) is the default: lines without a slot stay as they were
-      out += ",\"slot\":";
-      json::append_u64(out, it.slot);
-    }
-    out += ",\"op\":\"";
-    out += op_name(it.op);
-    out += "\",\"present\":";
-    json::append_bool(out, it.present);
-    out += ",\"rv\":";
-    json::append_u64(out, it.read_version);
-    out += ",\"wv\":";
-    json::append_u64(out, it.write_version);
-    out += ",\"rval\":";
-    json::append_u64(out, it.read_value);
-    out += ",\"wval\":";
-    json::append_u64(out, it.write_value);
-    out.push_back('}');
-  }
-  out += "]}";
+std::string format_header(const InitialState& initial) {
+  return json::dump({{"format", kFormatName}, {"version", kFormatVersion}, {"initial", initial.to_json()}});
 }
 
 std::string format_txn_line(const TxnTrace& t) {
-  std::string out;
-  out.reserve(200 + 120 * t.items.size());
-  append_txn_line(out, t);
-  return out;
+  json::Json items = json::Json::array();
+  for (const TraceItem& it : t.items) {
+    json::Json item = {{"table", it.table}, {"key", it.key}};
+    // 0 (unknown) is the default: lines without a slot stay as they were.
+    if (it.slot != 0) item["slot"] = it.slot;
+    item["op"] = op_name(it.op);
+    item["present"] = it.present;
+    item["rv"] = it.read_version;
+    item["wv"] = it.write_version;
+    item["rval"] = it.read_value;
+    item["wval"] = it.write_value;
+    items.push_back(std::move(item));
+  }
+  return json::dump({{"client", client_name(t.pid, t.coordinator)},
+                     {"pid", t.pid},
+                     {"coordinator", t.coordinator},
+                     {"seq", t.seq},
+                     {"begin_ns", t.begin_ns},
+                     {"end_ns", t.end_ns},
+                     {"outcome", t.committed ? "committed" : "aborted"},
+                     {"reason", abort_reason_name(t.reason)},
+                     {"items", std::move(items)}});
+}
+
+Result<InitialState> parse_header(std::string_view line) {
+  Result<json::Json> j = json::parse(line);
+  if (!j) return j.status();
+  const json::Fields f(*j);
+  if (j->is_object() && !j->contains("format") && j->contains("client")) {
+    return f.error(fmt::format("no header line: this is a format-1 history (written before the header recorded the "
+                               "store's initial state); this reader reads format {} only: record the run again",
+                               kFormatVersion));
+  }
+  if (Status s = f.check({"format", "version", "initial"}); !s) return s;
+  std::string format;
+  uint64_t version = 0;
+  if (Status s = f.str("format", &format); !s) return s;
+  if (format != kFormatName) {
+    return f.error(fmt::format("\"format\" is \"{}\": not a {} file", format, kFormatName));
+  }
+  if (Status s = f.u64("version", &version); !s) return s;
+  if (version != kFormatVersion) {
+    return f.error(fmt::format("format version {}; this reader reads version {} only", version, kFormatVersion));
+  }
+  return InitialState::from_json(j->at("initial"));
 }
 
 Status parse_txn_line(std::string_view line, TxnTrace* out) {
-  json::Cursor c(line);
-  FieldSet<kTxnFields.size()> seen(kTxnFields);
+  Result<json::Json> j = json::parse(line);
+  if (!j) return j.status();
   TxnTrace t;
-  std::string s;
-  std::string client;
-  size_t client_at = 0;
-  uint64_t v = 0;
-  const bool parsed = c.parse_object([&](const std::string& key) {
-    bool repeated = false;
-    const size_t field = seen.mark(key, &repeated);
-    if (field == kTxnFields.size()) return c.fail(fmt::format("unknown field \"{}\"", key));
-    if (repeated) return c.fail(fmt::format("field \"{}\" given twice", key));
-    switch (field) {
-      case 0:
-        c.skip_ws();  // so that client_at points at the string
-        client_at = c.offset();
-        return c.parse_string(&client);
-      case 1:
-        if (!parse_bounded(c, "pid", UINT16_MAX, &v)) return false;
-        t.pid = static_cast<uint16_t>(v);
-        return true;
-      case 2:
-        if (!parse_bounded(c, "coordinator", UINT16_MAX, &v)) return false;
-        t.coordinator = static_cast<uint16_t>(v);
-        return true;
-      case 3:
-        if (!parse_bounded(c, "seq", UINT32_MAX, &v)) return false;
-        t.seq = static_cast<uint32_t>(v);
-        return true;
-      case 4: return c.parse_u64(&t.begin_ns);
-      case 5: return c.parse_u64(&t.end_ns);
-      case 6: {
-        const size_t at = c.offset();
-        if (!c.parse_string(&s)) return false;
-        if (s == "committed") {
-          t.committed = true;
-        } else if (s == "aborted") {
-          t.committed = false;
-        } else {
-          return c.fail_at(at, fmt::format("\"outcome\" is \"{}\"; expected \"committed\" or \"aborted\"", s));
-        }
-        return true;
-      }
-      case 7: {
-        const size_t at = c.offset();
-        if (!c.parse_string(&s)) return false;
-        const auto r = parse_reason(s);
-        if (!r) return c.fail_at(at, fmt::format("unknown abort reason \"{}\"", s));
-        t.reason = *r;
-        return true;
-      }
-      default:
-        return c.parse_array([&] {
-          t.items.emplace_back();
-          return parse_item(c, &t.items.back());
-        });
-    }
-  });
-  if (parsed) c.expect_end();
-  if (!c.ok()) return Status(Errc::kCorrupt, c.error());
-  if (auto m = seen.missing(); !m.empty()) return Status(Errc::kCorrupt, fmt::format("no \"{}\" field", m));
-  if (client != client_name(t.pid, t.coordinator)) {
-    return Status(Errc::kCorrupt, fmt::format("column {}: \"client\" is \"{}\" but pid.coordinator is {}", client_at + 1,
-                                              client, client_name(t.pid, t.coordinator)));
-  }
-  if (t.committed && t.reason != AbortReason::kNone) {
-    return Status(Errc::kCorrupt,
-                  fmt::format("a committed transaction with abort reason \"{}\"", abort_reason_name(t.reason)));
-  }
+  if (Status s = parse_txn(*j, &t); !s) return s;
   *out = std::move(t);
   return Status::ok();
 }
@@ -271,20 +186,24 @@ HistoryWriter::HistoryWriter(std::FILE* file, std::string path)
   std::setvbuf(file_, buffer_.get(), _IOFBF, kWriteBuffer);
 }
 
-Result<std::unique_ptr<HistoryWriter>> HistoryWriter::create(const std::string& path) {
+Result<std::unique_ptr<HistoryWriter>> HistoryWriter::create(const std::string& path, const InitialState& initial) {
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {
     return Status(Errc::kIo, fmt::format("cannot create history file '{}': {}", path, std::strerror(errno)));
   }
-  return std::unique_ptr<HistoryWriter>(new HistoryWriter(f, path));
+  std::unique_ptr<HistoryWriter> w(new HistoryWriter(f, path));
+  const std::string header = format_header(initial) + "\n";
+  if (std::fwrite(header.data(), 1, header.size(), f) != header.size() || std::fflush(f) != 0) {
+    return Status(Errc::kIo, fmt::format("writing the header of history file '{}' failed: {}", path,
+                                         std::strerror(errno)));
+  }
+  return w;
 }
 
 HistoryWriter::~HistoryWriter() { (void)close(); }
 
 void HistoryWriter::on_txn_end(const TxnTrace& trace) {
-  std::string line;
-  line.reserve(200 + 120 * trace.items.size());
-  append_txn_line(line, trace);
+  std::string line = format_txn_line(trace);
   line.push_back('\n');
   std::lock_guard<std::mutex> lock(mu_);
   if (file_ == nullptr) {
@@ -340,11 +259,26 @@ Result<std::unique_ptr<HistoryReader>> HistoryReader::open(const std::string& pa
   if (f == nullptr) {
     return Status(Errc::kIo, fmt::format("cannot open history file '{}': {}", path, std::strerror(errno)));
   }
-  return std::unique_ptr<HistoryReader>(new HistoryReader(f, {}, path));
+  return start(std::unique_ptr<HistoryReader>(new HistoryReader(f, {}, path)));
 }
 
-std::unique_ptr<HistoryReader> HistoryReader::from_text(std::string text, std::string name) {
-  return std::unique_ptr<HistoryReader>(new HistoryReader(nullptr, std::move(text), std::move(name)));
+Result<std::unique_ptr<HistoryReader>> HistoryReader::from_text(std::string text, std::string name) {
+  return start(std::unique_ptr<HistoryReader>(new HistoryReader(nullptr, std::move(text), std::move(name))));
+}
+
+Result<std::unique_ptr<HistoryReader>> HistoryReader::start(std::unique_ptr<HistoryReader> reader) {
+  std::string_view line;
+  Result<bool> got = reader->next_line(&line);
+  if (!got) return got.status();
+  if (!got.value()) {
+    return Status(Errc::kCorrupt, fmt::format("{}: empty file: no header line (a history starts with "
+                                              "{{\"format\":\"pandora-history\",...}})",
+                                              reader->name_));
+  }
+  Result<InitialState> initial = parse_header(line);
+  if (!initial) return Status(Errc::kCorrupt, fmt::format("{}:1: {}", reader->name_, initial.status().message()));
+  reader->initial_ = std::move(*initial);
+  return reader;
 }
 
 Result<bool> HistoryReader::next_line(std::string_view* line) {
@@ -387,34 +321,32 @@ Result<bool> HistoryReader::next(TxnTrace* out) {
 
 namespace {
 
-Result<std::vector<TxnTrace>> read_all(HistoryReader& reader) {
-  std::vector<TxnTrace> out;
+Result<History> read_all(Result<std::unique_ptr<HistoryReader>> reader) {
+  if (!reader) return reader.status();
+  History out;
+  out.initial = (*reader)->initial();
   while (true) {
     TxnTrace t;
-    Result<bool> got = reader.next(&t);
+    Result<bool> got = (*reader)->next(&t);
     if (!got.is_ok()) return got.status();
     if (!got.value()) return out;
-    out.push_back(std::move(t));
+    out.txns.push_back(std::move(t));
   }
 }
 
 }  // namespace
 
-Result<std::vector<TxnTrace>> read_history(const std::string& path) {
-  auto reader = HistoryReader::open(path);
-  if (!reader.is_ok()) return reader.status();
-  return read_all(**reader);
+Result<History> read_history(const std::string& path) { return read_all(HistoryReader::open(path)); }
+
+Result<History> parse_history(std::string_view text, std::string name) {
+  return read_all(HistoryReader::from_text(std::string(text), std::move(name)));
 }
 
-Result<std::vector<TxnTrace>> parse_history(std::string_view text, std::string name) {
-  auto reader = HistoryReader::from_text(std::string(text), std::move(name));
-  return read_all(*reader);
-}
-
-std::string format_history(const std::vector<TxnTrace>& history) {
-  std::string out;
-  for (const TxnTrace& t : history) {
-    append_txn_line(out, t);
+std::string format_history(const History& history) {
+  std::string out = format_header(history.initial);
+  out.push_back('\n');
+  for (const TxnTrace& t : history.txns) {
+    out += format_txn_line(t);
     out.push_back('\n');
   }
   return out;

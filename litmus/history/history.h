@@ -1,14 +1,27 @@
-// Transaction histories on disk: JSON lines, one finished transaction
-// (compute/txn_trace.h's TxnTrace) per line, in the order the outcomes were
-// recorded.
+// Transaction histories on disk: JSON lines. The first line is the header,
+// then one finished transaction (compute/txn_trace.h's TxnTrace) per line,
+// in the order the outcomes were recorded.
 //
+//   {"format":"pandora-history","version":2,"initial":{"version":1,
+//    "present":[{"table":0,"first":0,"last":7}]}}
 //   {"client":"3.1","pid":3,"coordinator":1,"seq":42,
 //    "begin_ns":1700000000000000000,"end_ns":1700000000000004200,
 //    "outcome":"committed","reason":"none",
 //    "items":[{"table":0,"key":7,"slot":4160,"op":"u","present":true,
 //              "rv":3,"wv":4,"rval":100,"wval":90}]}
 //
-// (one line in the file; wrapped here). Fields:
+// (one line each in the file; wrapped here). Header fields:
+//   format       "pandora-history"
+//   version      2 (kFormatVersion). Format 1 had no header line; its
+//                files are refused with a message saying so (they do not
+//                say what the store held before the run, which the checker
+//                now needs to tell the initial state from versions nobody
+//                wrote).
+//   initial      what the store held before the first transaction
+//                (initial_state.h): "unknown", {"version":V} (every key
+//                present was at version V) or {"version":V,"present":[key
+//                ranges]} (exactly those keys were present, at V).
+// Transaction fields:
 //   client       "<pid>.<coordinator>", redundant with the next two; it names
 //                the transaction's session in reports and exports
 //   pid          compute process id (TxnTrace::pid, 0..65535)
@@ -28,14 +41,16 @@
 //                slot, and a key deleted and re-inserted elsewhere restarts
 //                from the new slot's counter, so the checker needs it
 //                (checker.h, "Incarnations"). Optional: the writer omits it
-//                when 0 (unknown: an absent key, or a file written before
-//                the field existed), and a missing "slot" reads as 0.
+//                when 0 (unknown: an absent key), and a missing "slot" reads
+//                as 0.
 // Every other field is required, none may repeat, no other field is allowed.
-// Whitespace between tokens is allowed (the writer emits none).
+// Whitespace between tokens is allowed (the writer emits none). The JSON is
+// read and written with nlohmann-json (json.h).
 //
 // One file per compute process: the writer serializes its own threads'
 // lines, not other processes'. The checker reads several files as one
-// history (pandora-history-check FILE...).
+// history (pandora-history-check FILE...); their headers must agree
+// (InitialState::merge).
 #pragma once
 
 #include <cstdint>
@@ -48,20 +63,32 @@
 
 #include "common/status.h"
 #include "compute/txn_trace.h"
+#include "litmus/history/initial_state.h"
 
 namespace pandora::history {
+
+inline constexpr uint64_t kFormatVersion = 2;
+
+// A whole history: the header's initial state and the transactions.
+struct History {
+  InitialState initial;
+  std::vector<TxnTrace> txns;
+};
 
 // "r", "u", "i", "d".
 std::string_view op_name(TraceOp op);
 // "<pid>.<coordinator>".
 std::string client_name(uint16_t pid, uint16_t coordinator);
 
-// Appends the line for `t` (without the newline) to `out`.
-void append_txn_line(std::string& out, const TxnTrace& t);
+// The header line (without the newline).
+std::string format_header(const InitialState& initial);
+// The line for `t` (without the newline).
 std::string format_txn_line(const TxnTrace& t);
 
-// Parses one line (without the newline). The error says what is wrong and
-// at which column; it does not know the line number (the reader adds it).
+// Parse one line (without the newline). The error says what is wrong (at
+// which column for a syntax error, else which field); it does not know the
+// line number (the reader adds it).
+Result<InitialState> parse_header(std::string_view line);
 Status parse_txn_line(std::string_view line, TxnTrace* out);
 
 // A TxnObserver that appends each finished transaction to a file. Safe to
@@ -71,8 +98,10 @@ Status parse_txn_line(std::string_view line, TxnTrace* out);
 // the formatting plus a memcpy, and a write(2) when the buffer fills.
 class HistoryWriter final : public TxnObserver {
  public:
-  // Creates or truncates `path`.
-  static Result<std::unique_ptr<HistoryWriter>> create(const std::string& path);
+  // Creates or truncates `path` and writes the header (flushed at once, so
+  // that a process killed before its first transaction leaves a valid file).
+  static Result<std::unique_ptr<HistoryWriter>> create(const std::string& path,
+                                                       const InitialState& initial = InitialState::unknown());
   ~HistoryWriter() override;  // close()s; a write error is lost then
 
   HistoryWriter(const HistoryWriter&) = delete;
@@ -104,13 +133,15 @@ class HistoryWriter final : public TxnObserver {
 
 // Reads a history one transaction at a time, strictly: a malformed line is
 // an error naming the source, the line number and what is wrong
-// ("run.hist:17: column 42: expected ':', found '}'"); nothing is skipped.
-// Empty lines are errors too; a missing newline after the last line is not.
+// ("run.hist:17: item 1: \"op\" is \"w\"; expected ..."); nothing is
+// skipped. Empty lines are errors too; a missing newline after the last
+// line is not. Opening reads the header: a missing header (a format-1 file),
+// another format or version, or an empty file is an error.
 class HistoryReader {
  public:
   static Result<std::unique_ptr<HistoryReader>> open(const std::string& path);
   // Reads from memory; `name` stands for the file name in messages.
-  static std::unique_ptr<HistoryReader> from_text(std::string text, std::string name = "<text>");
+  static Result<std::unique_ptr<HistoryReader>> from_text(std::string text, std::string name = "<text>");
   ~HistoryReader();
 
   HistoryReader(const HistoryReader&) = delete;
@@ -119,12 +150,15 @@ class HistoryReader {
   // true with *out filled, false at the end of the input, or the error.
   Result<bool> next(TxnTrace* out);
 
-  // The number of the line last read (1-based).
+  // The header's initial state.
+  const InitialState& initial() const { return initial_; }
+  // The number of the line last read (1-based; the header is line 1).
   uint64_t line() const { return line_; }
   const std::string& name() const { return name_; }
 
  private:
   HistoryReader(std::FILE* file, std::string text, std::string name);
+  static Result<std::unique_ptr<HistoryReader>> start(std::unique_ptr<HistoryReader> reader);
   // The next line without its newline; false at the end of the input.
   Result<bool> next_line(std::string_view* line);
 
@@ -135,11 +169,13 @@ class HistoryReader {
   size_t buf_cap_ = 0;
   std::string name_;
   uint64_t line_ = 0;
+  InitialState initial_;
 };
 
 // Whole-history helpers.
-Result<std::vector<TxnTrace>> read_history(const std::string& path);
-Result<std::vector<TxnTrace>> parse_history(std::string_view text, std::string name = "<text>");
-std::string format_history(const std::vector<TxnTrace>& history);
+Result<History> read_history(const std::string& path);
+Result<History> parse_history(std::string_view text, std::string name = "<text>");
+// The header and one line per transaction.
+std::string format_history(const History& history);
 
 }  // namespace pandora::history

@@ -6,6 +6,7 @@
 // Exit status: 0 no anomalies, 1 anomalies found, 2 bad input (unreadable
 // or malformed history, bad arguments, failed export).
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,8 +43,8 @@ bool takes_value(std::string_view arg) {
   return arg == "--format" || arg == "--export-elle" || arg == "--export-dbcop" || arg == "--config";
 }
 
-Status write_export(const std::string& path, const std::vector<TxnTrace>& history,
-                    Status (*exporter)(const std::vector<TxnTrace>&, std::FILE*), std::string_view what) {
+Status write_export(const std::string& path, const History& history, Status (*exporter)(const History&, std::FILE*),
+                    std::string_view what) {
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) return Status(Errc::kIo, fmt::format("cannot create {} export '{}'", what, path));
   Status s = exporter(history, f);
@@ -63,7 +64,8 @@ int run(int argc, char** argv) {
   options.add_flag("no-realtime", &cfg.no_realtime,
                    "check serializability only (no real-time edges, so no strict-serializability violations)");
   options.add_flag("partial", &cfg.partial,
-                   "the history lacks some writers: do not report reads of versions no recorded transaction wrote");
+                   "the history lacks some writers (recovery rolled transactions forward): do not report reads of "
+                   "versions no recorded transaction wrote (they still get stand-in writers, ordered by version)");
 
   std::vector<std::string> files;
   std::vector<const char*> flags = {argv[0]};
@@ -94,28 +96,39 @@ int run(int argc, char** argv) {
     return kBadInput;
   }
 
-  CheckOptions check_options;
-  check_options.realtime = !cfg.no_realtime;
-  check_options.complete = !cfg.partial;
-  Checker checker(check_options);
-  const bool exporting = !cfg.export_elle.empty() || !cfg.export_dbcop.empty();
-  std::vector<TxnTrace> history;  // kept only for the exports
+  // Every file's header first: the checker needs the run's initial state
+  // before the first transaction.
+  History history;  // transactions kept only for the exports
+  std::vector<std::unique_ptr<HistoryReader>> readers;
   for (const std::string& file : files) {
     auto reader = HistoryReader::open(file);
     if (!reader.is_ok()) {
       std::fprintf(stderr, "pandora-history-check: %s\n", reader.status().message().c_str());
       return kBadInput;
     }
+    if (Status s = history.initial.merge((*reader)->initial(), file); !s) {
+      std::fprintf(stderr, "pandora-history-check: %s\n", s.message().c_str());
+      return kBadInput;
+    }
+    readers.push_back(std::move(*reader));
+  }
+
+  CheckOptions check_options;
+  check_options.realtime = !cfg.no_realtime;
+  check_options.complete = !cfg.partial;
+  Checker checker(check_options, history.initial);
+  const bool exporting = !cfg.export_elle.empty() || !cfg.export_dbcop.empty();
+  for (const auto& reader : readers) {
     TxnTrace t;
     while (true) {
-      Result<bool> got = (*reader)->next(&t);
+      Result<bool> got = reader->next(&t);
       if (!got.is_ok()) {
         std::fprintf(stderr, "pandora-history-check: %s\n", got.status().message().c_str());
         return kBadInput;
       }
       if (!got.value()) break;
       checker.add(t);
-      if (exporting) history.push_back(std::move(t));
+      if (exporting) history.txns.push_back(std::move(t));
     }
   }
 

@@ -1,98 +1,64 @@
-// The little JSON the history tools need, written for exactly their schemas:
-// the history line format (history.h), the dbcop export and the checker's
-// JSON report. No external JSON library is available, and a general one
-// would accept far more than these formats allow.
+// JSON for the history tools (history lines and header, checker report,
+// dbcop export, initial state), on nlohmann-json: the library parses and
+// prints, and this adds what the schemas need on top of it.
 //
-// Writing: append_* add one value to a string. Strings are escaped per
-// RFC 8259; numbers are unsigned 64-bit integers only.
-//
-// Reading: a Cursor walks one JSON text (one history line) strictly:
-// unsigned integers only (no sign, fraction, exponent or leading zero),
-// ASCII strings only (escapes decoded; \u only below 0x80 since no schema
-// string needs more), `true`/`false`, objects and arrays. Every failure
-// records the first error with its 1-based column; later calls keep failing,
-// so a caller can check error() once at the end of a parse.
+// Parsing is strict where nlohmann-json is lenient: a key given twice in
+// one object is an error (nlohmann keeps one silently), and Fields reads
+// one object of a fixed schema - unknown fields, missing required ones and
+// values of the wrong type or range are errors that name the field.
+// Every message says what is wrong and where in the text (nlohmann's column
+// for syntax errors, the field's name otherwise); callers add the file and
+// line.
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
 namespace pandora::history::json {
 
-void append_string(std::string& out, std::string_view s);
-void append_u64(std::string& out, uint64_t v);
-void append_bool(std::string& out, bool v);
+// Keeps fields in insertion order, so written objects read in schema order.
+using Json = nlohmann::ordered_json;
 
-class Cursor {
+// Parses one JSON text (kCorrupt on any error): "column 61: syntax error
+// while parsing value - unexpected end of input; ...", "key \"seq\" given
+// twice".
+Result<Json> parse(std::string_view text);
+
+// Compact text (no spaces), as the history files and reports use.
+std::string dump(const Json& j);
+
+// Reads one object of a fixed schema. `where` prefixes every message
+// ("item 2: "); empty for a top-level object.
+class Fields {
  public:
-  explicit Cursor(std::string_view text) : text_(text) {}
+  Fields(const Json& object, std::string where = {});
 
-  // Skips whitespace (space, tab, CR).
-  void skip_ws();
-  // Skips whitespace; true and consumes `c` if it is next.
-  bool consume(char c);
-  // Like consume(), but a missing `c` is an error ("expected 'c' ...").
-  bool expect(char c);
+  // The value is an object, every `required` field is there and no field
+  // is outside `required` and `optional`.
+  Status check(std::initializer_list<std::string_view> required,
+               std::initializer_list<std::string_view> optional = {}) const;
 
-  bool parse_string(std::string* out);
-  bool parse_u64(uint64_t* out);
-  bool parse_bool(bool* out);
+  bool has(std::string_view name) const { return object_.contains(name); }
+  // An unsigned integer no larger than `max`.
+  Status u64(std::string_view name, uint64_t* out, uint64_t max = UINT64_MAX) const;
+  Status str(std::string_view name, std::string* out) const;
+  Status boolean(std::string_view name, bool* out) const;
 
-  // Parses `{ "key": value, ... }`: for each member, on_member(key) must
-  // parse the value (returning false stops with the error it recorded).
-  template <typename F>
-  bool parse_object(F&& on_member);
-  // Parses `[ value, ... ]`: on_element() parses each element.
-  template <typename F>
-  bool parse_array(F&& on_element);
-
-  // Only whitespace is left; anything else is an error.
-  bool expect_end();
-
-  // Records an error at the current position (keeps the first one).
-  bool fail(std::string message);
-  // Records an error at a given 0-based offset (keeps the first one).
-  bool fail_at(size_t offset, std::string message);
-
-  bool ok() const { return error_.empty(); }
-  // "column N: what" for the first error, empty when none.
-  const std::string& error() const { return error_; }
-  size_t offset() const { return pos_; }
+  // kCorrupt with the prefix.
+  Status error(std::string_view what) const;
 
  private:
-  // A short description of what is at the cursor, for error messages.
-  std::string found() const;
-
-  std::string_view text_;
-  size_t pos_ = 0;
-  std::string error_;
+  const Json& object_;
+  std::string where_;
 };
 
-template <typename F>
-bool Cursor::parse_object(F&& on_member) {
-  if (!expect('{')) return false;
-  if (consume('}')) return true;
-  std::string key;
-  do {
-    skip_ws();
-    if (!parse_string(&key)) return false;
-    if (!expect(':')) return false;
-    if (!on_member(key)) return false;
-    if (!ok()) return false;
-  } while (consume(','));
-  return expect('}');
-}
-
-template <typename F>
-bool Cursor::parse_array(F&& on_element) {
-  if (!expect('[')) return false;
-  if (consume(']')) return true;
-  do {
-    if (!on_element()) return false;
-    if (!ok()) return false;
-  } while (consume(','));
-  return expect(']');
-}
+// "an array", "a string", "-1", ... for messages about a value.
+std::string describe(const Json& j);
 
 }  // namespace pandora::history::json

@@ -30,7 +30,15 @@ std::string step_text(const Anomaly& a, const CycleStep& s) {
 
 }  // namespace
 
-std::string txn_name(const TxnRef& t) { return fmt::format("{}#{}", client_name(t.pid, t.coordinator), t.seq); }
+std::string txn_name(const TxnRef& t) {
+  switch (t.role) {
+    case TxnRole::kInitial: return fmt::format("initial state of {} (v{})", object_name(t.table, t.key, t.slot), t.version);
+    case TxnRole::kUnrecorded:
+      return fmt::format("unrecorded writer of {} v{}", object_name(t.table, t.key, t.slot), t.version);
+    case TxnRole::kRecorded: break;
+  }
+  return fmt::format("{}#{}", client_name(t.pid, t.coordinator), t.seq);
+}
 
 std::string anomaly_label(const Anomaly& a) {
   std::string label(anomaly_kind_name(a.kind));
@@ -42,6 +50,10 @@ std::string format_anomaly(const Anomaly& a) {
   std::string out = fmt::format("{}: {}\n", anomaly_label(a), a.detail);
   for (size_t i = 0; i < a.txns.size(); ++i) {
     const TxnRef& t = a.txns[i];
+    if (t.standin()) {
+      out += fmt::format("    T{} = {} (a stand-in: no recorded transaction installed it)\n", i + 1, txn_name(t));
+      continue;
+    }
     out += fmt::format("    T{} = {} (history #{}, {}, {}..{} ns)\n", i + 1, txn_name(t), t.index,
                        t.committed ? "committed" : "aborted", t.begin_ns, t.end_ns);
   }
@@ -56,6 +68,7 @@ std::string format_report_text(const Report& r) {
                                                        : "serializability (real-time edges off)");
   out += fmt::format("transactions: {} (committed {}, aborted {})\n", s.transactions, s.committed, s.aborted);
   out += fmt::format("objects: {}, accesses: {}\n", s.objects, s.accesses);
+  out += fmt::format("stand-in writers: {} ({} initial states)\n", s.standins, s.initial_standins);
   out += fmt::format("edges: ww {}, wr {}, rw {}, rt {}{}\n", s.edges[0], s.edges[1], s.edges[2], s.edges[3],
                      r.options.realtime ? " (rt chain-encoded)" : "");
   out += fmt::format("cyclic components: {} dependency, {} with real-time\n", s.dependency_components,
@@ -78,84 +91,67 @@ std::string format_report_text(const Report& r) {
 }
 
 std::string format_report_json(const Report& r) {
+  using json::Json;
   const Summary& s = r.summary;
-  std::string out;
-  auto field = [&out](std::string_view name, uint64_t v, bool comma = true) {
-    if (comma) out.push_back(',');
-    json::append_string(out, name);
-    out.push_back(':');
-    json::append_u64(out, v);
+  Json edges = Json::object();
+  for (size_t t = 0; t < s.edges.size(); ++t) edges[std::string(edge_type_name(static_cast<EdgeType>(t)))] = s.edges[t];
+  Json counts = Json::object();
+  for (size_t k = 0; k < kAnomalyKinds; ++k) counts[std::string(anomaly_kind_name(static_cast<AnomalyKind>(k)))] = r.counts[k];
+  auto put_object = [](Json& j, uint32_t table, uint64_t key, uint64_t slot) {
+    j["table"] = table;
+    j["key"] = key;
+    if (slot != 0) j["slot"] = slot;
   };
-  out += "{\"model\":";
-  json::append_string(out, r.options.realtime ? "strict-serializability" : "serializability");
-  out += ",\"summary\":{";
-  field("transactions", s.transactions, false);
-  field("committed", s.committed);
-  field("aborted", s.aborted);
-  field("objects", s.objects);
-  field("accesses", s.accesses);
-  out += ",\"edges\":{";
-  for (size_t t = 0; t < s.edges.size(); ++t) field(edge_type_name(static_cast<EdgeType>(t)), s.edges[t], t > 0);
-  out += "}";
-  field("dependency_components", s.dependency_components);
-  field("realtime_components", s.realtime_components);
-  out += "},\"counts\":{";
-  for (size_t k = 0; k < kAnomalyKinds; ++k) field(anomaly_kind_name(static_cast<AnomalyKind>(k)), r.counts[k], k > 0);
-  out += "},\"anomalies\":[";
-  for (size_t i = 0; i < r.anomalies.size(); ++i) {
-    const Anomaly& a = r.anomalies[i];
-    if (i > 0) out.push_back(',');
-    out += "{\"kind\":";
-    json::append_string(out, anomaly_kind_name(a.kind));
-    out += ",\"label\":";
-    json::append_string(out, anomaly_label(a));
-    out += ",\"realtime\":";
-    json::append_bool(out, a.realtime);
-    out += ",\"detail\":";
-    json::append_string(out, a.detail);
+  Json anomalies = Json::array();
+  for (const Anomaly& a : r.anomalies) {
+    Json j = {{"kind", anomaly_kind_name(a.kind)}, {"label", anomaly_label(a)}, {"realtime", a.realtime},
+              {"detail", a.detail}};
     if (!a.is_cycle()) {
-      field("table", a.table);
-      field("key", a.key);
-      if (a.slot != 0) field("slot", a.slot);
-      field("version", a.version);
+      put_object(j, a.table, a.key, a.slot);
+      j["version"] = a.version;
     }
-    out += ",\"txns\":[";
-    for (size_t j = 0; j < a.txns.size(); ++j) {
-      const TxnRef& t = a.txns[j];
-      if (j > 0) out.push_back(',');
-      out.push_back('{');
-      field("index", t.index, false);
-      out += ",\"client\":";
-      json::append_string(out, client_name(t.pid, t.coordinator));
-      field("seq", t.seq);
-      field("begin_ns", t.begin_ns);
-      field("end_ns", t.end_ns);
-      out += ",\"committed\":";
-      json::append_bool(out, t.committed);
-      out.push_back('}');
-    }
-    out += "],\"steps\":[";
-    for (size_t j = 0; j < a.steps.size(); ++j) {
-      const CycleStep& st = a.steps[j];
-      if (j > 0) out.push_back(',');
-      out.push_back('{');
-      field("from", st.from, false);
-      field("to", st.to);
-      out += ",\"type\":";
-      json::append_string(out, edge_type_name(st.type));
-      if (st.type != EdgeType::kRT) {
-        field("table", st.table);
-        field("key", st.key);
-        if (st.slot != 0) field("slot", st.slot);
-        field("from_version", st.from_version);
-        field("to_version", st.to_version);
+    Json txns = Json::array();
+    for (const TxnRef& t : a.txns) {
+      Json tj;
+      if (t.standin()) {
+        tj["standin"] = t.role == TxnRole::kInitial ? "initial" : "unrecorded";
+        put_object(tj, t.table, t.key, t.slot);
+        tj["version"] = t.version;
+      } else {
+        tj = {{"index", t.index}, {"client", client_name(t.pid, t.coordinator)}, {"seq", t.seq},
+              {"begin_ns", t.begin_ns}, {"end_ns", t.end_ns}, {"committed", t.committed}};
       }
-      out.push_back('}');
+      txns.push_back(std::move(tj));
     }
-    out += "]}";
+    j["txns"] = std::move(txns);
+    Json steps = Json::array();
+    for (const CycleStep& st : a.steps) {
+      Json sj = {{"from", st.from}, {"to", st.to}, {"type", edge_type_name(st.type)}};
+      if (st.type != EdgeType::kRT) {
+        put_object(sj, st.table, st.key, st.slot);
+        sj["from_version"] = st.from_version;
+        sj["to_version"] = st.to_version;
+      }
+      steps.push_back(std::move(sj));
+    }
+    j["steps"] = std::move(steps);
+    anomalies.push_back(std::move(j));
   }
-  out += "]}\n";
-  return out;
+  const Json out = {{"model", r.options.realtime ? "strict-serializability" : "serializability"},
+                    {"summary",
+                     {{"transactions", s.transactions},
+                      {"committed", s.committed},
+                      {"aborted", s.aborted},
+                      {"objects", s.objects},
+                      {"accesses", s.accesses},
+                      {"standins", s.standins},
+                      {"initial_standins", s.initial_standins},
+                      {"edges", std::move(edges)},
+                      {"dependency_components", s.dependency_components},
+                      {"realtime_components", s.realtime_components}}},
+                    {"counts", std::move(counts)},
+                    {"anomalies", std::move(anomalies)}};
+  return json::dump(out) + "\n";
 }
 
 }  // namespace pandora::history

@@ -399,8 +399,8 @@ TEST(BenchEndToEnd, LoadRunAndCheckAgainstTwoDaemons) {
   ASSERT_EQ(bench(args, &out), 0) << out;
   auto traces = history::read_history(hist);
   ASSERT_TRUE(traces) << traces.status().to_string();
-  ASSERT_GT(traces->size(), 100u) << out;
-  EXPECT_NE(out.find(fmt::format("history: {} transactions recorded", traces->size())), std::string::npos) << out;
+  ASSERT_GT(traces->txns.size(), 100u) << out;
+  EXPECT_NE(out.find(fmt::format("history: {} transactions recorded", traces->txns.size())), std::string::npos) << out;
   const history::Report report_h = history::check(*traces);
   EXPECT_TRUE(report_h.clean()) << history::format_report_text(report_h);
   EXPECT_GT(report_h.summary.committed, 100u);

@@ -369,7 +369,10 @@ int run_bench(const BenchConfig& cfg_in) {
     // concurrent coordinators never interleave.
     std::unique_ptr<history::HistoryWriter> recorder;
     if (!cfg.history_path.empty()) {
-      auto w = history::HistoryWriter::create(cfg.history_path);
+      // Rows this run loaded (into fresh tables) start at version 1; after
+      // an earlier run the versions are unknown.
+      auto w = history::HistoryWriter::create(cfg.history_path, cfg.load ? history::InitialState::loaded(1)
+                                                                          : history::InitialState::unknown());
       if (!w) {
         fail(fmt::format("--history: {}", w.status().to_string()));
         return 1;

@@ -34,6 +34,19 @@ const Anomaly& only(const Report& r) {
   return r.anomalies.empty() ? kNone : r.anomalies[0];
 }
 
+CheckOptions partial_history() {
+  CheckOptions o;
+  o.complete = false;
+  return o;
+}
+
+// `r` has exactly one anomaly, a G-single that needs real-time order.
+void expect_realtime_gsingle(const Report& r) {
+  const Anomaly& a = only(r);
+  EXPECT_EQ(a.kind, AnomalyKind::kGSingle) << format_report_text(r);
+  EXPECT_TRUE(a.realtime);
+}
+
 std::vector<EdgeType> step_types(const Anomaly& a) {
   std::vector<EdgeType> types;
   for (const CycleStep& s : a.steps) types.push_back(s.type);
@@ -41,7 +54,7 @@ std::vector<EdgeType> step_types(const Anomaly& a) {
 }
 
 TEST(Checker, EmptyHistoryIsClean) {
-  const Report r = check({});
+  const Report r = check(History{});
   EXPECT_TRUE(r.clean());
   EXPECT_EQ(r.summary.transactions, 0u);
 }
@@ -60,10 +73,14 @@ TEST(Checker, SerialHistoryIsClean) {
     EXPECT_EQ(r.summary.objects, 2u);
   }
   const Report r = check(h.txns);
-  // ww: x1->x2, y1->y2. wr: x1 to T2, T3, T4; y1 to T3, T4.
-  // rw: T2 read x1 and T3 read x1, y1 -> T4 (the next writer); T2 read y0 is its own.
-  EXPECT_EQ(r.summary.edges[static_cast<size_t>(EdgeType::kWW)], 2u);
-  EXPECT_EQ(r.summary.edges[static_cast<size_t>(EdgeType::kWR)], 5u);
+  // x0 and y0 are the initial state (stand-in writers I_x, I_y).
+  // ww: I_x->x1->x2, I_y->y1->y2. wr: I_x to T1, I_y to T2, x1 to T2, T3, T4;
+  // y1 to T3, T4. rw: T2 read x1 and T3 read x1, y1 -> T4 (the next
+  // writer); T1's read of x0 and T2's of y0 are their own.
+  EXPECT_EQ(r.summary.edges[static_cast<size_t>(EdgeType::kWW)], 4u);
+  EXPECT_EQ(r.summary.edges[static_cast<size_t>(EdgeType::kWR)], 7u);
+  EXPECT_EQ(r.summary.standins, 2u);
+  EXPECT_EQ(r.summary.initial_standins, 2u);
   EXPECT_EQ(r.summary.edges[static_cast<size_t>(EdgeType::kRW)], 3u);
   EXPECT_GT(r.summary.edges[static_cast<size_t>(EdgeType::kRT)], 0u);
   EXPECT_EQ(r.summary.dependency_components, 0u);
@@ -84,16 +101,27 @@ TEST(Checker, ConcurrentSerializableHistoryIsClean) {
   EXPECT_EQ(r.summary.aborted, 1u);
 }
 
-TEST(Checker, InitialAndUnrecordedVersionsAreAllowed) {
+TEST(Checker, UnrecordedVersionsGetStandInWriters) {
   HistoryBuilder h;
-  // Versions 5 and 6 of key 1 were installed by nobody recorded (initial
-  // load): reading them is fine, and the read of v5 still precedes the
-  // recorded writer of v7.
+  // Versions 5 and 6 of key 1 were installed by nobody recorded. With an
+  // unknown initial state v5, the lowest, is it; v6 is a garbage read in a
+  // complete history and fine in a partial one. Either way both get a
+  // stand-in writer, so the read of v5 precedes v6's writer (rw) and v6's
+  // writer precedes the recorded writer of v7 (ww).
   h.txn(0, 100, 200).items = {rd(1, 5)};
   h.txn(0, 300, 400).items = {upd(1, 6)};
   const Report r = check(h.txns);
-  EXPECT_TRUE(r.clean()) << format_report_text(r);
-  EXPECT_EQ(r.summary.edges[static_cast<size_t>(EdgeType::kRW)], 1u);
+  const Anomaly& a = only(r);
+  EXPECT_EQ(a.kind, AnomalyKind::kGarbageRead);
+  EXPECT_EQ(a.version, 6u);
+  EXPECT_NE(a.detail.find("its initial state is v5"), std::string::npos) << a.detail;
+  const Report p = check(h.txns, partial_history());
+  EXPECT_TRUE(p.clean()) << format_report_text(p);
+  EXPECT_EQ(p.summary.standins, 2u);
+  EXPECT_EQ(p.summary.initial_standins, 1u);
+  EXPECT_EQ(p.summary.edges[static_cast<size_t>(EdgeType::kRW)], 1u);
+  EXPECT_EQ(p.summary.edges[static_cast<size_t>(EdgeType::kWW)], 2u);
+  EXPECT_EQ(p.summary.edges[static_cast<size_t>(EdgeType::kWR)], 2u);
 }
 
 TEST(Checker, G0WriteCycle) {
@@ -251,9 +279,9 @@ TEST(Checker, TouchingTransactionsAreNotRealTimeOrdered) {
 
 TEST(Checker, GarbageRead) {
   HistoryBuilder h;
-  h.txn(0, 100, 200).items = {upd(1, 1)};  // installs v2
+  h.txn(0, 100, 200).items = {upd(1, 1)};  // reads the initial v1, installs v2
   h.txn(1, 300, 400).items = {rd(1, 9)};   // nobody installed v9
-  h.txn(2, 500, 600).items = {rd(1, 0)};   // below v2: initial state... but stale
+  h.txn(2, 500, 600).items = {rd(1, 1)};   // the initial state again: stale, but serializable
   CheckOptions no_rt = serializability();
   Report r = check(h.txns, no_rt);
   const Anomaly& a = only(r);
@@ -327,7 +355,8 @@ TEST(Checker, JsonReport) {
   const std::string json = format_report_json(check(h.txns, serializability()));
   EXPECT_EQ(json,
             "{\"model\":\"serializability\",\"summary\":{\"transactions\":2,\"committed\":2,\"aborted\":0,"
-            "\"objects\":1,\"accesses\":3,\"edges\":{\"ww\":0,\"wr\":0,\"rw\":1,\"rt\":0},"
+            "\"objects\":1,\"accesses\":3,\"standins\":1,\"initial_standins\":1,"
+            "\"edges\":{\"ww\":1,\"wr\":2,\"rw\":1,\"rt\":0},"
             "\"dependency_components\":0,\"realtime_components\":0},\"counts\":{\"G0\":0,\"G1a\":0,\"G1c\":0,"
             "\"G-single\":0,\"G2\":0,\"lost-update\":0,\"garbage-read\":0,\"internal\":0},\"anomalies\":[]}\n");
   const std::string strict = format_report_json(check(h.txns));
@@ -351,8 +380,9 @@ TEST(CheckerSlots, KeyReinsertedAtAnotherSlotIsNoAnomaly) {
     EXPECT_EQ(r.summary.objects, 3u);
     EXPECT_EQ(r.summary.dependency_components, 0u);
   }
-  // ww: k1@A v1->v2->v3, k1@B v1->v2->v3, k2 v5->v6; none across slots.
-  EXPECT_EQ(check(h).summary.edges[static_cast<size_t>(EdgeType::kWW)], 5u);
+  // ww: k1@A v1->v2->v3, k1@B v1->v2->v3, k2 v4 (initial: a stand-in)
+  // ->v5->v6; none across slots.
+  EXPECT_EQ(check(h).summary.edges[static_cast<size_t>(EdgeType::kWW)], 6u);
 }
 
 TEST(CheckerSlots, SlotZeroIsOneIncarnationAsBefore) {
@@ -437,6 +467,80 @@ TEST(CheckerSlots, GarbageReadIsPerIncarnation) {
   const Anomaly& a = only(r);
   EXPECT_EQ(a.kind, AnomalyKind::kGarbageRead);
   EXPECT_EQ(a.slot, kSlotA);
+}
+
+// Hole 1: versions no recorded transaction wrote (a partial history: the
+// writer was rolled forward by recovery) must still be ordered by their
+// numbers. T2 reads v4, T3 starts after T2 ended and reads v3: the store
+// went backwards, as a recovery bug that restores an old version would
+// make it. Only a stand-in writer per unrecorded version, ordered by
+// version, closes the cycle T2 -rt-> T3 -rw-> writer(v4) -wr-> T2.
+TEST(CheckerStandIns, PartialHistoryGoingBackwardsIsACycle) {
+  HistoryBuilder h;
+  h.txn(0, 1000, 2000).items = {upd(1, 1)};  // v1 -> v2, recorded
+  h.txn(1, 3000, 4000).items = {rd(1, 4)};   // v4: unrecorded writer
+  h.txn(2, 5000, 6000).items = {rd(1, 3)};   // later, v3: unrecorded writer
+  h.txn(0, 7000, 8000).items = {upd(1, 4)};  // v4 -> v5, recorded
+  expect_realtime_gsingle(check(h.txns, partial_history()));
+  // Serializable without real time: the reads can be ordered v3 before v4.
+  CheckOptions partial = partial_history();
+  partial.realtime = false;
+  EXPECT_TRUE(check(h.txns, partial).clean()) << format_report_text(check(h.txns, partial));
+}
+
+// Hole 2: two different versions below every recorded write cannot both be
+// the initial state. T1 reads v2, a later T2 reads v1, and the only recorded
+// write is v2 -> v3: complete, it is a garbage read of v2 (v1 is the
+// initial state) and a real-time cycle through v2's stand-in writer.
+TEST(CheckerStandIns, TwoPreRunVersionsAreNotBothTheInitialState) {
+  HistoryBuilder h;
+  h.txn(0, 1000, 2000).items = {rd(1, 2)};
+  h.txn(1, 3000, 4000).items = {rd(1, 1)};
+  h.txn(0, 5000, 6000).items = {upd(1, 2)};
+  const Report r = check(h.txns);
+  EXPECT_EQ(r.count(AnomalyKind::kGarbageRead), 1u) << format_report_text(r);
+  EXPECT_EQ(r.count(AnomalyKind::kGSingle), 1u) << format_report_text(r);
+  expect_realtime_gsingle(check(h.txns, partial_history()));
+}
+
+// A header that knows the initial state: key 1 loaded at v1, key 2 absent.
+TEST(CheckerStandIns, KnownInitialState) {
+  const InitialState loaded = InitialState::loaded(1, {{0, 1, 1}});
+  HistoryBuilder h;
+  h.txn(0, 100, 200).items = {rd(1, 1)};  // the loaded version: its stand-in is the initial state
+  h.txn(0, 300, 400).items = {upd(1, 1)};
+  Report r = check(h.txns, {}, loaded);
+  EXPECT_TRUE(r.clean()) << format_report_text(r);
+  EXPECT_EQ(r.summary.initial_standins, 1u);
+
+  // Below the loaded version: garbage in every mode (no writer can install it).
+  h.txn(1, 500, 600).items = {rd(1, 0)};
+  const CheckOptions partial = partial_history();
+  r = check(h.txns, partial, loaded);
+  const Anomaly& below = only(r);
+  EXPECT_EQ(below.kind, AnomalyKind::kGarbageRead);
+  EXPECT_EQ(below.version, 0u);
+  EXPECT_NE(below.detail.find("below v1, the version it was loaded with"), std::string::npos) << below.detail;
+  h.txns.pop_back();
+
+  // Key 2 was absent: an unrecorded version of it is garbage in a complete
+  // history even below its lowest recorded write (an unknown initial state
+  // would take it for the initial one).
+  h.txn(1, 500, 600).items = {rd(2, 3)};
+  h.txn(1, 700, 800).items = {upd(2, 3)};
+  EXPECT_TRUE(check(h.txns).clean()) << format_report_text(check(h.txns));
+  r = check(h.txns, {}, loaded);
+  const Anomaly& absent = only(r);
+  EXPECT_EQ(absent.kind, AnomalyKind::kGarbageRead);
+  EXPECT_EQ(absent.key, 2u);
+  EXPECT_NE(absent.detail.find("the key was absent when the run began"), std::string::npos) << absent.detail;
+  EXPECT_TRUE(check(h.txns, partial, loaded).clean());
+
+  // Reads of an absent key read no version: never garbage.
+  TraceItem none = rd(3, 0);
+  none.present = false;
+  h.txn(2, 900, 1000).items = {none};
+  EXPECT_EQ(check(h.txns, {}, loaded).anomalies.size(), 1u);
 }
 
 }  // namespace

@@ -82,14 +82,14 @@ std::vector<TxnTrace> stale_read_history() {
 }
 
 TEST_F(HistoryCheckCli, CleanHistoryExitsZero) {
-  const CliRun r = run(write("clean.hist", format_history(clean_history())));
+  const CliRun r = run(write("clean.hist", format_history({{}, clean_history()})));
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("transactions: 2 (committed 2, aborted 0)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("no anomalies"), std::string::npos) << r.out;
 }
 
 TEST_F(HistoryCheckCli, AnomaliesExitOneAndRealTimeCanBeTurnedOff) {
-  const std::string file = write("stale.hist", format_history(stale_read_history()));
+  const std::string file = write("stale.hist", format_history({{}, stale_read_history()}));
   const CliRun strict = run(file);
   EXPECT_EQ(strict.status, 1) << strict.out;
   EXPECT_NE(strict.out.find("[1] G-single-realtime:"), std::string::npos) << strict.out;
@@ -106,16 +106,31 @@ TEST_F(HistoryCheckCli, SeveralFilesAreOneHistory) {
   a.txn(0, 100, 300).items = {rd(1, 0), rd(2, 0), upd(1, 0)};
   HistoryBuilder b;
   b.txn(1, 150, 350).items = {rd(1, 0), rd(2, 0), upd(2, 0)};
-  const CliRun r = run(write("p0.hist", format_history(a.txns)) + " " + write("p1.hist", format_history(b.txns)));
+  const CliRun r = run(write("p0.hist", format_history({{}, a.txns})) + " " + write("p1.hist", format_history({{}, b.txns})));
   EXPECT_EQ(r.status, 1) << r.out;
   EXPECT_NE(r.out.find("G2: anti-dependency cycle over 2 transactions"), std::string::npos) << r.out;
 }
 
 TEST_F(HistoryCheckCli, BadInputExitsTwo) {
-  const std::string good = format_txn_line(clean_history()[0]);
-  const CliRun malformed = run(write("bad.hist", good + "\n" + good.substr(0, 30) + "\n"));
+  const std::string good = format_history({{}, clean_history()});
+  const std::string line = format_txn_line(clean_history()[0]);
+  const CliRun malformed = run(write("bad.hist", good + line.substr(0, 30) + "\n"));
   EXPECT_EQ(malformed.status, 2) << malformed.out;
-  EXPECT_NE(malformed.out.find("bad.hist:2: column 25: unterminated string"), std::string::npos) << malformed.out;
+  EXPECT_NE(malformed.out.find("bad.hist:4: column 31: syntax error while parsing object key - invalid string: "
+                               "missing closing quote"),
+            std::string::npos)
+      << malformed.out;
+  // A format-1 file (no header) is refused, saying so.
+  const CliRun old = run(write("old.hist", line + "\n"));
+  EXPECT_EQ(old.status, 2) << old.out;
+  EXPECT_NE(old.out.find("old.hist:1: no header line: this is a format-1 history"), std::string::npos) << old.out;
+  // Files whose headers disagree about the initial state are not one run.
+  const CliRun mixed = run(write("a.hist", format_history({InitialState::loaded(1), {}})) + " " +
+                           write("b.hist", format_history({InitialState::loaded(2), {}})));
+  EXPECT_EQ(mixed.status, 2) << mixed.out;
+  EXPECT_NE(mixed.out.find("b.hist: its initial state {\"version\":2} differs from the other files' {\"version\":1}"),
+            std::string::npos)
+      << mixed.out;
   EXPECT_EQ(run(dir_ + "/missing.hist").status, 2);
   EXPECT_EQ(run("").status, 2);
   EXPECT_EQ(run(write("x.hist", good) + " --format yaml").status, 2);
@@ -133,23 +148,23 @@ TEST_F(HistoryCheckCli, Exports) {
   const std::vector<TxnTrace> h = stale_read_history();
   const std::string elle = dir_ + "/out.edn";
   const std::string dbcop = dir_ + "/out.json";
-  const CliRun r = run(write("h.hist", format_history(h)) + " --export-elle " + elle + " --export-dbcop=" + dbcop);
+  const CliRun r = run(write("h.hist", format_history({{}, h})) + " --export-elle " + elle + " --export-dbcop=" + dbcop);
   EXPECT_EQ(r.status, 1) << r.out;
-  EXPECT_EQ(slurp(elle), elle_text(h).value());
-  EXPECT_EQ(slurp(dbcop), dbcop_text(h).value());
-  EXPECT_EQ(run(write("h2.hist", format_history(h)) + " --export-elle /nonexistent/dir/x.edn").status, 2);
+  EXPECT_EQ(slurp(elle), elle_text({{}, h}).value());
+  EXPECT_EQ(slurp(dbcop), dbcop_text({{}, h}).value());
+  EXPECT_EQ(run(write("h2.hist", format_history({{}, h})) + " --export-elle /nonexistent/dir/x.edn").status, 2);
 }
 
 TEST_F(HistoryCheckCli, KeyReinsertedAtAnotherSlotIsClean) {
   const std::vector<TxnTrace> h = moved_key_history();
-  const std::string file = write("moved.hist", format_history(h));
+  const std::string file = write("moved.hist", format_history({{}, h}));
   EXPECT_NE(slurp(file).find("\"slot\":8192"), std::string::npos);
   const std::string elle = dir_ + "/moved.edn";
   const CliRun r = run(file + " --export-elle " + elle);
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("objects: 3, "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("no anomalies"), std::string::npos) << r.out;
-  EXPECT_EQ(slurp(elle), elle_text(h).value());
+  EXPECT_EQ(slurp(elle), elle_text({{}, h}).value());
 }
 
 }  // namespace

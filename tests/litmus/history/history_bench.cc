@@ -103,9 +103,9 @@ int main(int argc, char** argv) {
               peak_rss_mib(), streamed.clean() ? "clean" : "ANOMALIES");
 
   t0 = Clock::now();
-  std::vector<TxnTrace> h;
-  h.reserve(n);
-  generate(n, keys, stale, [&](TxnTrace t) { h.push_back(std::move(t)); });
+  History h;
+  h.txns.reserve(n);
+  generate(n, keys, stale, [&](TxnTrace t) { h.txns.push_back(std::move(t)); });
   std::printf("generate: %.2f s\n", seconds_since(t0));
 
   t0 = Clock::now();
