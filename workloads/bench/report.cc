@@ -42,6 +42,12 @@ std::string workload_options_json(const BenchConfig& c) {
                        m.keys, m.value_size, num(m.write_ratio), m.ops_per_txn, m.zipf ? "zipf" : "uniform",
                        num(m.zipf_theta));
   }
+  if (c.workload == "tpcc") {
+    const TpccOptions& t = c.tpcc;
+    return fmt::format(R"({{"warehouses": {}, "items": {}, "customers_per_district": {}, )"
+                       R"("max_orders_per_district": {}}})",
+                       t.warehouses, t.items, t.customers_per_district, t.max_orders_per_district);
+  }
   const SmallBankOptions& b = c.smallbank;
   return fmt::format(R"({{"accounts": {}, "hot_fraction": {}, "hot_probability": {}}})", b.accounts,
                      num(b.hot_fraction), num(b.hot_probability));
@@ -52,6 +58,11 @@ std::string workload_options_text(const BenchConfig& c) {
     const MicroOptions& m = c.micro;
     return fmt::format("keys {}, value {} B, write ratio {}, {} ops/txn, {}", m.keys, m.value_size, m.write_ratio,
                        m.ops_per_txn, m.zipf ? fmt::format("zipf theta {}", m.zipf_theta) : "uniform");
+  }
+  if (c.workload == "tpcc") {
+    const TpccOptions& t = c.tpcc;
+    return fmt::format("{} warehouse(s), {} items, {} customers per district, up to {} orders per district",
+                       t.warehouses, t.items, t.customers_per_district, t.max_orders_per_district);
   }
   const SmallBankOptions& b = c.smallbank;
   return fmt::format("{} accounts, hot fraction {}, hot probability {}", b.accounts, b.hot_fraction,
