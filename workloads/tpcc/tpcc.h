@@ -79,7 +79,7 @@ struct TpccFlags {
 
 class TpccWorkload final : public Workload {
  public:
-  enum Type : uint32_t { kNewOrder, kPayment, kOrderStatus, kDelivery, kStockLevel };
+  enum Type : uint32_t { kTxnNewOrder, kTxnPayment, kTxnOrderStatus, kTxnDelivery, kTxnStockLevel };
   // Log lanes Delivery's record needs (see above).
   static constexpr uint32_t kMinLaneBytes = 64 * 1024;
   // Share of each district's initial orders left undelivered (900 of 3000).
