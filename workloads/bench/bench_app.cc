@@ -184,6 +184,13 @@ std::unique_ptr<BlockingClient> open_check_client(const BenchConfig& cfg, Cluste
     fail(s.message());
     return nullptr;
   }
+  if (const uint32_t need = workload.min_log_lane_bytes(); cluster.directory().lane_bytes < need) {
+    fail(fmt::format("{} needs log lanes of at least {} bytes (its largest log record); the tables were loaded with "
+                     "{}: --load again with --lane-bytes {} (and a daemon --log-size that holds the lanes of every "
+                     "compute node)",
+                     workload.name(), need, cluster.directory().lane_bytes, need));
+    return nullptr;
+  }
   // The check's own coordinator: an id no scheduler coordinator uses when
   // one is left; otherwise 0, which is idle whenever the check runs (the
   // check only reads, so it never writes that coordinator's log lane).

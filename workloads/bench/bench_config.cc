@@ -81,7 +81,7 @@ std::string resolve_results_flags(const OptionSet& opts, const std::string& merg
 }  // namespace
 
 const std::vector<std::string>& bench_workload_names() {
-  static const std::vector<std::string> kNames{"micro", "smallbank"};
+  static const std::vector<std::string> kNames{"micro", "smallbank", "tpcc"};
   return kNames;
 }
 
@@ -91,6 +91,7 @@ BenchArgs parse_bench_args(int argc, const char* const* argv) {
   ComputeFlags compute;
   MicroFlags micro;
   SmallBankFlags smallbank;
+  TpccFlags tpcc;
   std::string load_workloads;
   std::string log_level = "warn";
   bool no_check = false;
@@ -116,6 +117,7 @@ BenchArgs parse_bench_args(int argc, const char* const* argv) {
   opts.add_choice("log-level", &log_level, {"debug", "info", "warn", "error", "off"}, "library log level");
   micro.declare(opts);
   smallbank.declare(opts);
+  tpcc.declare(opts);
   std::string merge;
   declare_results_flags(opts, &cfg, &merge);
 
@@ -173,6 +175,7 @@ BenchArgs parse_bench_args(int argc, const char* const* argv) {
   };
   if (!check_flags("micro", MicroFlags::names())) return out;
   if (!check_flags("smallbank", SmallBankFlags::names())) return out;
+  if (!check_flags("tpcc", TpccFlags::names())) return out;
 
   Result<MicroOptions> mo = micro.resolve();
   if (!mo) return error(mo.status().message());
@@ -183,10 +186,17 @@ BenchArgs parse_bench_args(int argc, const char* const* argv) {
   Result<SmallBankOptions> so = smallbank.resolve();
   if (!so) return error(so.status().message());
   cfg.smallbank = *so;
+  Result<TpccOptions> to = tpcc.resolve();
+  if (!to) return error(to.status().message());
+  cfg.tpcc = *to;
 
   Result<ComputeConfig> cc = compute.resolve();
   if (!cc) return error(cc.status().message());
   cfg.compute = std::move(*cc);
+  if (cfg.load && contains(cfg.load_workloads, "tpcc") && cfg.compute.lane_bytes < TpccWorkload::kMinLaneBytes) {
+    return error(fmt::format("--load of tpcc needs --lane-bytes {} or more (a Delivery's log record), got {}",
+                             TpccWorkload::kMinLaneBytes, cfg.compute.lane_bytes));
+  }
   out.outcome = BenchArgs::Outcome::kRun;
   return out;
 }

@@ -15,6 +15,7 @@
 #include "compute/compute_config.h"
 #include "workloads/micro/micro.h"
 #include "workloads/smallbank/smallbank.h"
+#include "workloads/tpcc/tpcc.h"
 
 namespace pandora::workloads {
 
@@ -34,6 +35,7 @@ struct BenchConfig {
   LogLevel log_level = LogLevel::kWarn;
   MicroOptions micro;
   SmallBankOptions smallbank;
+  TpccOptions tpcc;
 
   // Results as files and multi-process runs (deploy/bench/run.sh).
   std::string timeline_csv_path;            // CSV timeline (empty: none)

@@ -15,7 +15,12 @@ Result<std::unique_ptr<Workload>> make_workload(std::string_view name, const Ben
     if (!w) return w.status();
     return std::unique_ptr<Workload>(std::move(*w));
   }
-  return Status(Errc::kInvalidArgument, fmt::format("unknown workload '{}' (expected micro or smallbank)", name));
+  if (name == "tpcc") {
+    auto w = TpccWorkload::create(config.tpcc);
+    if (!w) return w.status();
+    return std::unique_ptr<Workload>(std::move(*w));
+  }
+  return Status(Errc::kInvalidArgument, fmt::format("unknown workload '{}' (expected micro, smallbank or tpcc)", name));
 }
 
 }  // namespace pandora::workloads

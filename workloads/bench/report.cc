@@ -22,6 +22,13 @@ nlohmann::ordered_json workload_options(const BenchConfig& c) {
     return {{"keys", m.keys},          {"value_size", m.value_size},        {"write_ratio", m.write_ratio},
             {"ops_per_txn", m.ops_per_txn}, {"skew", m.zipf ? "zipf" : "uniform"}, {"zipf_theta", m.zipf_theta}};
   }
+  if (c.workload == "tpcc") {
+    const TpccOptions& t = c.tpcc;
+    return {{"warehouses", t.warehouses},
+            {"items", t.items},
+            {"customers_per_district", t.customers_per_district},
+            {"max_orders_per_district", t.max_orders_per_district}};
+  }
   const SmallBankOptions& b = c.smallbank;
   return {{"accounts", b.accounts}, {"hot_fraction", b.hot_fraction}, {"hot_probability", b.hot_probability}};
 }

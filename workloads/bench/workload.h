@@ -88,6 +88,11 @@ class Workload {
   // to change otherwise.
   virtual Status attach(std::span<const TableSpec> loaded) const;
 
+  // The smallest log lane the mix's largest transaction needs (its log
+  // record); 0: any. The driver checks it against the tables' lane size
+  // (TableDirectory::lane_bytes, set at load by --lane-bytes).
+  virtual uint32_t min_log_lane_bytes() const { return 0; }
+
   // Names of the transaction types of the mix (TxnOutcome::type indexes it).
   virtual const std::vector<std::string>& txn_types() const = 0;
   // Picks one transaction of the mix and runs it on `txn`: begin .. commit
