@@ -86,7 +86,9 @@ BenchReport make_report(const BenchSummary& s) {
     run.aborts[std::string(abort_reason_name(static_cast<AbortReason>(i)))] = st.aborts[i];
   }
   for (size_t i = 0; i < s.txn_types.size() && i < st.commits_by_type.size(); ++i) {
-    run.types.push_back({s.txn_types[i], st.commits_by_type[i], st.aborts_by_type[i]});
+    const OpCounters& t = st.ops_by_type[i];
+    run.types.push_back({s.txn_types[i], st.commits_by_type[i], st.aborts_by_type[i],
+                         ReportOps{st.commits_by_type[i], t.reads, t.writes, t.cas, t.faa}});
   }
   run.latency = st.latency;
   const OpCounters& o = st.engine.committed_ops;
@@ -142,6 +144,13 @@ std::string format_text(const BenchReport& r) {
     for (const TxnTypeCount& t : run.types) {
       out += fmt::format(" {} {} commits ({:.1f}% aborted);", t.name, t.commits,
                          100.0 * per(t.aborts, t.commits + t.aborts));
+    }
+    out += "\nremote ops per commit by type:";
+    for (const TxnTypeCount& t : run.types) {
+      const ReportOps& to = t.ops;
+      out += fmt::format(" {} {:.1f} (R {:.1f}, W {:.1f}, CAS {:.1f}, FAA {:.1f});", t.name, per(to.total(), t.commits),
+                         per(to.reads, t.commits), per(to.writes, t.commits), per(to.cas, t.commits),
+                         per(to.faa, t.commits));
     }
     out += "\n";
     const ReportTimeline& tl = run.timeline;

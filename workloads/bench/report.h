@@ -42,10 +42,21 @@ struct BenchSummary {
   uint64_t rows_loaded = 0;
 };
 
+struct ReportOps {
+  uint64_t commits = 0;
+  uint64_t reads = 0;
+  uint64_t writes = 0;
+  uint64_t cas = 0;
+  uint64_t faa = 0;
+  uint64_t total() const { return reads + writes + cas + faa; }
+  bool operator==(const ReportOps&) const = default;
+};
+
 struct TxnTypeCount {
   std::string name;
   uint64_t commits = 0;
   uint64_t aborts = 0;
+  ReportOps ops;  // remote operations of its committed transactions (ops.commits = commits)
   bool operator==(const TxnTypeCount&) const = default;
 };
 
@@ -60,16 +71,6 @@ struct ReportTimeline {
 
 // Engine counters summed over the measured transactions (TxnCounters):
 // committed transactions and their remote operations by type.
-struct ReportOps {
-  uint64_t commits = 0;
-  uint64_t reads = 0;
-  uint64_t writes = 0;
-  uint64_t cas = 0;
-  uint64_t faa = 0;
-  uint64_t total() const { return reads + writes + cas + faa; }
-  bool operator==(const ReportOps&) const = default;
-};
-
 // The measured part of a report; absent with --seconds 0.
 struct ReportRun {
   double seconds = 0;         // measured window (merged: the window common to every process)

@@ -61,7 +61,14 @@ Json run_json(const ReportRun& run) {
                          {"total", per(o.total(), o.commits)}};
   j["engine"] = {{"commits", o.commits}, {"reads", o.reads}, {"writes", o.writes}, {"cas", o.cas}, {"faa", o.faa}};
   Json types = Json::array();
-  for (const TxnTypeCount& t : run.types) types.push_back({{"name", t.name}, {"commits", t.commits}, {"aborts", t.aborts}});
+  for (const TxnTypeCount& t : run.types) {
+    const ReportOps& to = t.ops;
+    types.push_back({{"name", t.name},
+                     {"commits", t.commits},
+                     {"aborts", t.aborts},
+                     {"ops", {{"reads", to.reads}, {"writes", to.writes}, {"cas", to.cas}, {"faa", to.faa}}},
+                     {"ops_per_commit", per(to.total(), t.commits)}});
+  }
   j["types"] = std::move(types);
   const ReportTimeline& tl = run.timeline;
   const double w = static_cast<double>(tl.bucket_ms) / 1000.0;
@@ -220,8 +227,12 @@ ReportRun read_run(Reader& rd, const Json& j) {
   for (const auto& [k, v] : rd.object(j, "aborts").items()) rd.convert(v, "aborts." + k, &run.aborts[k]);
   for (const Json& t : rd.array(j, "types")) {
     if (!rd.ok()) break;
-    run.types.push_back({rd.get<std::string>(t, "name", "types"), rd.get<uint64_t>(t, "commits", "types"),
-                         rd.get<uint64_t>(t, "aborts", "types")});
+    const uint64_t commits = rd.get<uint64_t>(t, "commits", "types");
+    const Json& to = rd.object(t, "ops");
+    run.types.push_back({rd.get<std::string>(t, "name", "types"), commits, rd.get<uint64_t>(t, "aborts", "types"),
+                         ReportOps{commits, rd.get<uint64_t>(to, "reads", "types.ops"),
+                                   rd.get<uint64_t>(to, "writes", "types.ops"), rd.get<uint64_t>(to, "cas", "types.ops"),
+                                   rd.get<uint64_t>(to, "faa", "types.ops")}});
   }
   run.latency = read_histogram(rd, rd.object(j, "latency_histogram"), run.commits);
   const Json& e = rd.object(j, "engine");

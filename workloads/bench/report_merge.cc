@@ -104,7 +104,7 @@ Result<BenchReport> merge_reports(const std::vector<BenchReport>& reports) {
   run.warmup_seconds = first.run->warmup_seconds;
   run.timeline.bucket_ms = first.run->timeline.bucket_ms;
   run.timeline.warmup_ms = first.run->timeline.warmup_ms;
-  for (const TxnTypeCount& t : first.run->types) run.types.push_back({t.name, 0, 0});
+  for (const TxnTypeCount& t : first.run->types) run.types.push_back({t.name, 0, 0, {}});
   uint64_t start = UINT64_MAX;
   Window common{0, UINT64_MAX};
   for (const BenchReport& r : reports) {
@@ -115,6 +115,10 @@ Result<BenchReport> merge_reports(const std::vector<BenchReport>& reports) {
     for (size_t i = 0; i < in.types.size(); ++i) {
       run.types[i].commits += in.types[i].commits;
       run.types[i].aborts += in.types[i].aborts;
+      ReportOps& to = run.types[i].ops;
+      const ReportOps& from = in.types[i].ops;
+      to.commits += from.commits, to.reads += from.reads, to.writes += from.writes, to.cas += from.cas,
+          to.faa += from.faa;
     }
     run.latency.merge(in.latency);
     run.ops.commits += in.ops.commits;

@@ -22,6 +22,7 @@ struct CoordinatorSlot {
   std::array<uint64_t, kAbortReasons> aborts{};
   std::vector<uint64_t> commits_by_type;
   std::vector<uint64_t> aborts_by_type;
+  std::vector<OpCounters> ops_by_type;
   LatencyHistogram latency;
   TxnCounters window_start;
   TxnCounters window_end;
@@ -78,6 +79,7 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
     auto s = std::make_unique<CoordinatorSlot>();
     s->commits_by_type.assign(types, 0);
     s->aborts_by_type.assign(types, 0);
+    s->ops_by_type.assign(types, OpCounters{});
     s->timeline.assign(buckets, 0);
     s->timeline_aborts.assign(buckets, 0);
     slots.push_back(std::move(s));
@@ -148,6 +150,7 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
         measuring = true;
         s.window_start = c.engine().counters();
       }
+      const OpCounters ops_before = c.engine().counters().committed_ops;
       const TxnOutcome o = workload.run_one(txn, rng);
       const Clock::time_point t1 = Clock::now();
       const size_t type = o.type < types ? o.type : 0;
@@ -178,6 +181,7 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
       if (o.commit.committed) {
         ++s.commits;
         ++s.commits_by_type[type];
+        s.ops_by_type[type] += c.engine().counters().committed_ops - ops_before;
         s.latency.record(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()));
       } else {
         ++s.aborts[static_cast<size_t>(o.commit.reason) % kAbortReasons];
@@ -237,6 +241,7 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
   r.measured_seconds = ended > window_start ? std::chrono::duration<double>(ended - window_start).count() : 0.0;
   r.commits_by_type.assign(types, 0);
   r.aborts_by_type.assign(types, 0);
+  r.ops_by_type.assign(types, OpCounters{});
   r.timeline.assign(buckets, 0);
   r.timeline_aborts.assign(buckets, 0);
   r.timeline_width = width;
@@ -251,6 +256,7 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
     for (size_t i = 0; i < kAbortReasons; ++i) r.aborts[i] += s->aborts[i];
     for (size_t i = 0; i < types; ++i) {
       r.commits_by_type[i] += s->commits_by_type[i];
+      r.ops_by_type[i] += s->ops_by_type[i];
       r.aborts_by_type[i] += s->aborts_by_type[i];
     }
     r.latency.merge(s->latency);

@@ -71,6 +71,7 @@ struct RunStats {
   std::array<uint64_t, kAbortReasons> aborts{};  // by AbortReason
   std::vector<uint64_t> commits_by_type;         // by Workload::txn_types()
   std::vector<uint64_t> aborts_by_type;
+  std::vector<OpCounters> ops_by_type;           // remote ops of committed transactions, by type
   LatencyHistogram latency;                      // committed transactions, ns
   TxnCounters engine;                            // engine counters over the window
   // Whole run.
