@@ -75,7 +75,7 @@ class BenchCliErrors : public ::testing::Test {
 
 TEST_F(BenchCliErrors, BadFlagsExitTwoNamingTheFlag) {
   expect_usage_error({"--bogus", "1"}, "--bogus");
-  expect_usage_error({"--workload", "tpcc"}, "--workload");
+  expect_usage_error({"--workload", "ycsb"}, "--workload");
   expect_usage_error({"--seconds", "soon"}, "--seconds");
   expect_usage_error({"--threads", "0"}, "--threads");
   expect_usage_error({"--protocol", "2pc"}, "--protocol");

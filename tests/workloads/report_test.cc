@@ -50,7 +50,9 @@ BenchReport sample(uint32_t id, uint64_t offset_ms, uint64_t commits_per_bucket,
   run.attempts = run.commits + 7;
   run.commits_per_second = static_cast<double>(run.commits) / run.seconds;
   run.aborts = {{"latched", 5}, {"validation-failed", 2}, {"transport", 0}};
-  run.types = {{"read", run.commits / 2, 3}, {"rmw", run.commits - run.commits / 2, 4}};
+  run.types = {{"read", run.commits / 2, 3, {run.commits / 2, run.commits / 2 * 4, 0, 0, 0}},
+               {"rmw", run.commits - run.commits / 2, 4,
+                {run.commits - run.commits / 2, 7, (run.commits - run.commits / 2) * 2, 1, 2}}};
   for (uint64_t i = 0; i < run.commits; ++i) run.latency.record(base_ns + i * 37);
   run.ops = {run.commits, 4 * run.commits, run.commits, 2 * run.commits, 0};
   run.committed_delta = static_cast<int64_t>(id) * 100 - 3;
