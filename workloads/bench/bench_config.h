@@ -14,6 +14,7 @@
 #include "compute/compute_config.h"
 #include "workloads/micro/micro.h"
 #include "workloads/smallbank/smallbank.h"
+#include "workloads/tatp/tatp.h"
 
 namespace pandora::workloads {
 
@@ -33,6 +34,7 @@ struct BenchConfig {
   LogLevel log_level = LogLevel::kWarn;
   MicroOptions micro;
   SmallBankOptions smallbank;
+  TatpOptions tatp;
 };
 
 struct BenchArgs {

@@ -42,6 +42,7 @@ std::string workload_options_json(const BenchConfig& c) {
                        m.keys, m.value_size, num(m.write_ratio), m.ops_per_txn, m.zipf ? "zipf" : "uniform",
                        num(m.zipf_theta));
   }
+  if (c.workload == "tatp") return fmt::format(R"({{"subscribers": {}}})", c.tatp.subscribers);
   const SmallBankOptions& b = c.smallbank;
   return fmt::format(R"({{"accounts": {}, "hot_fraction": {}, "hot_probability": {}}})", b.accounts,
                      num(b.hot_fraction), num(b.hot_probability));
@@ -53,6 +54,7 @@ std::string workload_options_text(const BenchConfig& c) {
     return fmt::format("keys {}, value {} B, write ratio {}, {} ops/txn, {}", m.keys, m.value_size, m.write_ratio,
                        m.ops_per_txn, m.zipf ? fmt::format("zipf theta {}", m.zipf_theta) : "uniform");
   }
+  if (c.workload == "tatp") return fmt::format("{} subscribers", c.tatp.subscribers);
   const SmallBankOptions& b = c.smallbank;
   return fmt::format("{} accounts, hot fraction {}, hot probability {}", b.accounts, b.hot_fraction,
                      b.hot_probability);
