@@ -27,6 +27,16 @@ ItemResult<uint64_t> lookup_sub_nbr(Txn& txn, uint64_t s_id) {
   return found;
 }
 
+// A transaction of one read of a row that may be absent (kNotFound:
+// unsuccessful).
+TxnOutcome read_one(Txn& txn, uint32_t type, uint32_t table, std::optional<uint64_t> key) {
+  txn.begin();
+  if (!key) return abandon(txn, type, AbortReason::kInvalid);
+  auto v = txn.read(table, *key);
+  if (!v) return abandon(txn, type, v.reason());
+  return TxnOutcome{txn.commit(), type, 0};
+}
+
 }  // namespace
 
 void TatpFlags::declare(OptionSet& opts) {
@@ -110,10 +120,7 @@ TxnOutcome TatpWorkload::run_one(Txn& txn, Rng& rng) const {
 }
 
 TxnOutcome TatpWorkload::get_subscriber_data(Txn& txn, uint64_t s_id) const {
-  txn.begin();
-  auto v = txn.read(kSubscriberTable, s_id);
-  if (!v) return abandon(txn, kGetSubscriberData, v.reason());
-  return TxnOutcome{txn.commit(), kGetSubscriberData, 0};
+  return read_one(txn, kGetSubscriberData, kSubscriberTable, s_id);
 }
 
 TxnOutcome TatpWorkload::get_new_destination(Txn& txn, uint64_t s_id, uint32_t sf_type, uint32_t start_time,
@@ -144,12 +151,7 @@ TxnOutcome TatpWorkload::get_new_destination(Txn& txn, uint64_t s_id, uint32_t s
 }
 
 TxnOutcome TatpWorkload::get_access_data(Txn& txn, uint64_t s_id, uint32_t ai_type) const {
-  txn.begin();
-  const auto key = pack_access_info(s_id, ai_type);
-  if (!key) return abandon(txn, kGetAccessData, AbortReason::kInvalid);
-  auto v = txn.read(kAccessInfoTable, *key);
-  if (!v) return abandon(txn, kGetAccessData, v.reason());
-  return TxnOutcome{txn.commit(), kGetAccessData, 0};
+  return read_one(txn, kGetAccessData, kAccessInfoTable, pack_access_info(s_id, ai_type));
 }
 
 TxnOutcome TatpWorkload::update_subscriber_data(Txn& txn, uint64_t s_id, uint32_t sf_type, bool bit_1,

@@ -9,7 +9,8 @@
 //   GET_NEW_DESTINATION     10  read special_facility (s_id, sf_type), then the
 //                               call_forwarding rows with start_time <= the drawn
 //                               one (from cf_mask); success when one has
-//                               end_time > the drawn end_time       ~23.9%: kNotFound (no sf row),
+//                               end_time > the drawn end_time    ~23.9% (14.8%, see
+//                                                                    README): kNotFound (no sf row),
 //                                                                    kUser (inactive, no matching cf)
 //   GET_ACCESS_DATA         35  read access_info (s_id, ai_type)      62.5%: kNotFound
 //   UPDATE_SUBSCRIBER_DATA   2  subscriber.bit_1, special_facility.data_a

@@ -65,12 +65,31 @@ class Prober {
   Audit& audit_;
 };
 
-template <typename Row>
-bool loaded(const std::vector<Row>& rows, uint8_t Row::*type, uint32_t t) {
-  for (const Row& r : rows) {
-    if (r.*type == t) return true;
+// Probes the 4 keys of a table keyed (s_id, type 1..4) for subscriber s and
+// compares with the rows loaded: a missing row, a row never loaded, bad
+// fields, and no row at all are problems. Returns the rows found by type.
+template <typename Row, typename Pack, typename Decode>
+Result<std::array<std::optional<Row>, kTypes + 1>> probe_loaded(Prober& p, Audit& a, uint64_t s,
+                                                                 std::string_view name, uint32_t table, Pack pack,
+                                                                 Decode decode, const std::vector<Row>& loaded,
+                                                                 uint8_t Row::*type) {
+  std::array<std::optional<Row>, kTypes + 1> found;
+  for (uint32_t t = 1; t <= kTypes; ++t) {
+    const std::string what = fmt::format("{} ({}, {})", name, s, t);
+    auto r = p.probe(table, *pack(s, t), what);
+    if (!r) return r.status();
+    const bool was_loaded = std::any_of(loaded.begin(), loaded.end(), [&](const Row& row) { return row.*type == t; });
+    if (was_loaded != r->has_value()) {
+      a.problem(fmt::format("{} is {}", what, *r ? "present but was never loaded" : "missing"));
+    }
+    if (!*r) continue;
+    found[t] = decode(**r);
+    if (std::string e = check_row(*found[t], s, t); !e.empty()) a.problem(what + ": " + e);
   }
-  return false;
+  if (std::none_of(found.begin(), found.end(), [](const auto& f) { return f.has_value(); })) {
+    a.problem(fmt::format("subscriber {} has no {} row (the spec loads 1..4)", s, name));
+  }
+  return found;
 }
 
 // Probes every key of subscribers 1..n (see the top of this file); returns
@@ -96,35 +115,12 @@ Result<int64_t> audit_subscribers(uint64_t n, Prober& p, Audit& a) {
 
     // access_info and special_facility are never inserted or deleted: the
     // rows found must be the rows loaded (1..4 of each).
-    uint32_t access_info = 0;
-    for (uint32_t t = 1; t <= kTypes; ++t) {
-      const std::string what = fmt::format("access_info ({}, {})", s, t);
-      auto r = p.probe(kAccessInfoTable, *pack_access_info(s, t), what);
-      if (!r) return r.status();
-      if (loaded(pop.access_info, &AccessInfoRow::ai_type, t) != r->has_value()) {
-        a.problem(fmt::format("{} is {}", what, *r ? "present but was never loaded" : "missing"));
-      }
-      if (!*r) continue;
-      ++access_info;
-      if (std::string e = check_row(decode_access_info(**r), s, t); !e.empty()) a.problem(what + ": " + e);
-    }
-    if (access_info == 0) a.problem(fmt::format("{} has no access_info row (the spec loads 1..4)", sid));
-
-    std::array<std::optional<SpecialFacilityRow>, kTypes + 1> facility;
-    for (uint32_t t = 1; t <= kTypes; ++t) {
-      const std::string what = fmt::format("special_facility ({}, {})", s, t);
-      auto r = p.probe(kSpecialFacilityTable, *pack_special_facility(s, t), what);
-      if (!r) return r.status();
-      if (loaded(pop.special_facility, &SpecialFacilityRow::sf_type, t) != r->has_value()) {
-        a.problem(fmt::format("{} is {}", what, *r ? "present but was never loaded" : "missing"));
-      }
-      if (!*r) continue;
-      facility[t] = decode_special_facility(**r);
-      if (std::string e = check_row(*facility[t], s, t); !e.empty()) a.problem(what + ": " + e);
-    }
-    if (std::none_of(facility.begin(), facility.end(), [](const auto& f) { return f.has_value(); })) {
-      a.problem(fmt::format("{} has no special_facility row (the spec loads 1..4)", sid));
-    }
+    auto access_info = probe_loaded(p, a, s, "access_info", kAccessInfoTable, pack_access_info, decode_access_info,
+                                    pop.access_info, &AccessInfoRow::ai_type);
+    if (!access_info) return access_info.status();
+    auto facility = probe_loaded(p, a, s, "special_facility", kSpecialFacilityTable, pack_special_facility,
+                                 decode_special_facility, pop.special_facility, &SpecialFacilityRow::sf_type);
+    if (!facility) return facility.status();
 
     // call_forwarding: 0..3 per facility by construction of the key (one
     // per start_time); every row needs its facility, and the facility's
@@ -134,10 +130,11 @@ Result<int64_t> audit_subscribers(uint64_t n, Prober& p, Audit& a) {
         const std::string what = fmt::format("call_forwarding ({}, {}, {})", s, t, st);
         auto r = p.probe(kCallForwardingTable, *pack_call_forwarding(s, t, st), what);
         if (!r) return r.status();
-        const bool in_mask = facility[t] && (facility[t]->cf_mask & (1u << (st / 8)));
+        const auto& f = (*facility)[t];
+        const bool in_mask = f && (f->cf_mask & (1u << (st / 8)));
         if (*r) {
           ++call_forwarding;
-          if (!facility[t]) {
+          if (!f) {
             a.problem(fmt::format("{} is dangling: special_facility ({}, {}) does not exist", what, s, t));
           } else if (!in_mask) {
             a.problem(fmt::format("{} exists but special_facility ({}, {})'s cf_mask does not name it", what, s, t));
