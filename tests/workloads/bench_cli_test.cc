@@ -89,7 +89,7 @@ TEST_F(BenchCliErrors, BadFlagsExitTwoNamingTheFlag) {
   expect_usage_error({"--workload", "smallbank", "--hot-fraction", "-1"}, "--hot-fraction");
   expect_usage_error({"--value-size", "4"}, "--value-size");
   expect_usage_error({"--replace"}, "--replace");
-  expect_usage_error({"--load", "--load-workloads", "micro,tatp"}, "--load-workloads");
+  expect_usage_error({"--load", "--load-workloads", "micro,ycsb"}, "--load-workloads");
   expect_usage_error({"--timeline-ms", "0"}, "--timeline-ms");
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common/options.h"
 
@@ -11,12 +12,12 @@ namespace pandora::workloads {
 namespace {
 
 constexpr std::string_view kSummary =
-    "Runs a transactional workload (micro or SmallBank) on the Pandora compute library against running memory "
+    "Runs a transactional workload (micro, SmallBank or TATP) on the Pandora compute library against running memory "
     "daemons, for --seconds after --warmup-seconds, with --threads x --coordinators coordinators. Prints progress "
     "once per second, then throughput, abort rates by reason, commit latency percentiles, remote operations per "
     "committed transaction and a throughput timeline, and runs an end-of-run consistency check (exit status 1 if "
     "it fails). --load creates the tables and loads the rows first; without it the run attaches to a previous load "
-    "(pass the same --keys/--value-size/--accounts). The check assumes this process is the only one writing these "
+    "(pass the same --keys/--value-size/--accounts/--subscribers). The check assumes this process is the only one writing these "
     "tables during the run; several concurrent processes pass --no-check and --start-at, and one --merge of their "
     "reports checks them all (deploy/bench/run.sh does this).\n"
     "Exit status: 0 success, 1 run or check failure, 2 bad command line, 6 this node was fenced, 7 a transaction "
@@ -81,7 +82,7 @@ std::string resolve_results_flags(const OptionSet& opts, const std::string& merg
 }  // namespace
 
 const std::vector<std::string>& bench_workload_names() {
-  static const std::vector<std::string> kNames{"micro", "smallbank", "tpcc"};
+  static const std::vector<std::string> kNames{"micro", "smallbank", "tatp", "tpcc"};
   return kNames;
 }
 
@@ -91,6 +92,7 @@ BenchArgs parse_bench_args(int argc, const char* const* argv) {
   ComputeFlags compute;
   MicroFlags micro;
   SmallBankFlags smallbank;
+  TatpFlags tatp;
   TpccFlags tpcc;
   std::string load_workloads;
   std::string log_level = "warn";
@@ -117,6 +119,7 @@ BenchArgs parse_bench_args(int argc, const char* const* argv) {
   opts.add_choice("log-level", &log_level, {"debug", "info", "warn", "error", "off"}, "library log level");
   micro.declare(opts);
   smallbank.declare(opts);
+  tatp.declare(opts);
   tpcc.declare(opts);
   std::string merge;
   declare_results_flags(opts, &cfg, &merge);
@@ -150,11 +153,13 @@ BenchArgs parse_bench_args(int argc, const char* const* argv) {
   cfg.load_workloads = split_list(load_workloads);
   for (const std::string& w : cfg.load_workloads) {
     if (!contains(bench_workload_names(), w)) {
-      return error(fmt::format("--load-workloads: unknown workload '{}' (expected micro or smallbank)", w));
+      return error(fmt::format("--load-workloads: unknown workload '{}' (expected {})", w,
+                               fmt::join(bench_workload_names(), ", ")));
     }
   }
   if (opts.was_set("load-workloads") && cfg.load_workloads.empty()) {
-    return error("--load-workloads: empty list (expected micro, smallbank or both)");
+    return error(fmt::format("--load-workloads: empty list (expected some of {})",
+                             fmt::join(bench_workload_names(), ", ")));
   }
   if (!contains(cfg.load_workloads, cfg.workload)) {
     if (opts.was_set("load-workloads") && cfg.seconds > 0) {
@@ -175,6 +180,7 @@ BenchArgs parse_bench_args(int argc, const char* const* argv) {
   };
   if (!check_flags("micro", MicroFlags::names())) return out;
   if (!check_flags("smallbank", SmallBankFlags::names())) return out;
+  if (!check_flags("tatp", TatpFlags::names())) return out;
   if (!check_flags("tpcc", TpccFlags::names())) return out;
 
   Result<MicroOptions> mo = micro.resolve();
@@ -186,6 +192,9 @@ BenchArgs parse_bench_args(int argc, const char* const* argv) {
   Result<SmallBankOptions> so = smallbank.resolve();
   if (!so) return error(so.status().message());
   cfg.smallbank = *so;
+  Result<TatpOptions> to = tatp.resolve();
+  if (!to) return error(to.status().message());
+  cfg.tatp = *to;
   Result<TpccOptions> to = tpcc.resolve();
   if (!to) return error(to.status().message());
   cfg.tpcc = *to;

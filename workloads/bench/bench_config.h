@@ -16,6 +16,7 @@
 #include "workloads/micro/micro.h"
 #include "workloads/smallbank/smallbank.h"
 #include "workloads/tpcc/tpcc.h"
+#include "workloads/tatp/tatp.h"
 
 namespace pandora::workloads {
 
@@ -35,6 +36,7 @@ struct BenchConfig {
   LogLevel log_level = LogLevel::kWarn;
   MicroOptions micro;
   SmallBankOptions smallbank;
+  TatpOptions tatp;
   TpccOptions tpcc;
 
   // Results as files and multi-process runs (deploy/bench/run.sh).

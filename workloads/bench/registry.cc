@@ -1,6 +1,7 @@
 #include "workloads/bench/registry.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace pandora::workloads {
 
@@ -20,7 +21,13 @@ Result<std::unique_ptr<Workload>> make_workload(std::string_view name, const Ben
     if (!w) return w.status();
     return std::unique_ptr<Workload>(std::move(*w));
   }
-  return Status(Errc::kInvalidArgument, fmt::format("unknown workload '{}' (expected micro, smallbank or tpcc)", name));
+  if (name == "tatp") {
+    auto w = TatpWorkload::create(config.tatp);
+    if (!w) return w.status();
+    return std::unique_ptr<Workload>(std::move(*w));
+  }
+  return Status(Errc::kInvalidArgument, fmt::format("unknown workload '{}' (expected {})", name,
+                                                    fmt::join(bench_workload_names(), ", ")));
 }
 
 }  // namespace pandora::workloads

@@ -29,6 +29,7 @@ nlohmann::ordered_json workload_options(const BenchConfig& c) {
             {"customers_per_district", t.customers_per_district},
             {"max_orders_per_district", t.max_orders_per_district}};
   }
+  if (c.workload == "tatp") return {{"subscribers", c.tatp.subscribers}};
   const SmallBankOptions& b = c.smallbank;
   return {{"accounts", b.accounts}, {"hot_fraction", b.hot_fraction}, {"hot_probability", b.hot_probability}};
 }

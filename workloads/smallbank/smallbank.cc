@@ -41,7 +41,7 @@ void SmallBankFlags::declare(OptionSet& opts) {
   opts.add_string("hot-fraction", &hot_fraction,
                   "smallbank: share (0..1) of the accounts forming the hot set (0 = no hot set)");
   opts.add_string("hot-probability", &hot_probability,
-                  "smallbank: probability (0..1) that an account is drawn from the hot set");
+                  "smallbank: probability (0..1) that a transaction draws its accounts from the hot set");
   opts.add_choice("mix", &mix, {"standard", "transfers"},
                   "smallbank: transaction mix: standard (all six transactions) or transfers (Amalgamate, Balance "
                   "and SendPayment only, same relative weights: every transaction is net 0, so the total money "
@@ -122,17 +122,21 @@ Status SmallBankWorkload::load(BulkLoader& loader) const {
   return Status::ok();
 }
 
-uint64_t SmallBankWorkload::pick_account(Rng& rng) const {
-  if (hot_ > 0 && rng.chance(options_.hot_probability)) return rng.uniform(hot_);
-  return rng.uniform(options_.accounts);
+bool SmallBankWorkload::pick_hot(Rng& rng) const { return hot_ > 0 && rng.chance(options_.hot_probability); }
+
+uint64_t SmallBankWorkload::pick_in(Rng& rng, bool hot) const {
+  return rng.uniform(hot ? hot_ : options_.accounts);
 }
 
+uint64_t SmallBankWorkload::pick_account(Rng& rng) const { return pick_in(rng, pick_hot(rng)); }
+
 std::pair<uint64_t, uint64_t> SmallBankWorkload::pick_two(Rng& rng) const {
-  const uint64_t a0 = pick_account(rng);
+  const bool hot = pick_hot(rng);
+  const uint64_t a0 = pick_in(rng, hot);
   // A hot set of one account would never give a second one: bounded retries,
   // then the next account.
   for (int i = 0; i < 8; ++i) {
-    const uint64_t a1 = pick_account(rng);
+    const uint64_t a1 = pick_in(rng, hot);
     if (a1 != a0) return {a0, a1};
   }
   return {a0, (a0 + 1) % options_.accounts};
