@@ -1,0 +1,28 @@
+// Locating keys: where an item's slot is on its primary, from the address
+// cache (a hint, verified once latched or read) or from the key's probe
+// path (compute/table_geometry.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "compute/txn/context.h"
+
+namespace pandora::txn {
+
+// Reads it.key's probe path on the primary into `buf` (whole: every bucket;
+// otherwise buckets 1.., bucket 0 being there already). kTransport on a
+// failed READ.
+AbortReason read_path(TxnContext& ctx, const Item& it, bool whole, std::vector<uint8_t>& buf);
+
+// The slot offset holding it.key within the first `buckets` buckets of a
+// path read into `buf`.
+std::optional<uint64_t> find_in_path(const Item& it, const std::vector<uint8_t>& buf, uint32_t buckets);
+
+// Fills it.slot from the cache or, on a miss, from the probe path on the
+// primary; in the latter case it.image holds the slot as read (unlatched).
+// kNotFound when the key is not on its path.
+AbortReason locate(TxnContext& ctx, Item& it);
+
+}  // namespace pandora::txn
