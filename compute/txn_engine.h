@@ -93,6 +93,10 @@ class TxnEngine final : public Txn {
   // committed transaction shows here as soon as its completion arrived
   // (at the latest once the next begin() or the scheduler's drain waited).
   bool halted() const;
+  // halted() because a logged transaction was left undecided (not for a
+  // failed release of a committed one, nor a latch CAS of an aborted one):
+  // that transaction's outcome is unknown until recovery.
+  bool left_undecided() const { return ctx_.undecided; }
 
  private:
   AbortReason start_call(uint32_t table, const TableEntry** t, const std::span<const uint8_t>* value = nullptr);

@@ -72,6 +72,7 @@ AbortReason abort_transaction(TxnContext& ctx, AbortReason r) {
 
 void leave_undecided(TxnContext& ctx, AbortReason r, Status detail) {
   ctx.needs_recovery = true;
+  ctx.undecided = true;
   ctx.detail = std::move(detail);
   ctx.state = r;
   account_finish(ctx, false, r);

@@ -113,6 +113,9 @@ struct TxnContext {
   // This coordinator left state only recovery can clean up (a logged
   // transaction undecided, or latches it could not release for sure).
   bool needs_recovery = false;
+  // Of those, a logged transaction whose outcome recovery decides (its
+  // commit may or may not have happened): the one case that is uncertain.
+  bool undecided = false;
 
   TxnAccounting acct;
   CrashInjector* crash_injector = nullptr;

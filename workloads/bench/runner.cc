@@ -151,6 +151,7 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
         s.window_start = c.engine().counters();
       }
       const OpCounters ops_before = c.engine().counters().committed_ops;
+      const bool undecided_before = c.engine().left_undecided();
       const TxnOutcome o = workload.run_one(txn, rng);
       const Clock::time_point t1 = Clock::now();
       const size_t type = o.type < types ? o.type : 0;
@@ -166,7 +167,7 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
       if (!o.commit.committed && o.commit.reason == AbortReason::kTransport) {
         // Left undecided (halted) means its outcome is unknown; any earlier
         // transport failure aborted it with nothing written.
-        if (c.engine().halted()) ++s.uncertain;
+        if (!undecided_before && c.engine().left_undecided()) ++s.uncertain;
         classify_transport_failure(c, s);
       }
       // Fenced or a memory node lost: nothing this node does can commit any
@@ -189,6 +190,10 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
       }
       if (hopeless) break;
     }
+    // The last transaction's latch releases complete after its commit
+    // reported: wait for them; one that failed halts the coordinator now.
+    c.ops().wait_all();
+    if (c.engine().halted()) s.halted = true;
     finished.fetch_add(1, std::memory_order_acq_rel);
     s.window_end = c.engine().counters();
     if (!measuring) s.window_start = s.window_end;
