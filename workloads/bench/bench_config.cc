@@ -192,12 +192,12 @@ BenchArgs parse_bench_args(int argc, const char* const* argv) {
   Result<SmallBankOptions> so = smallbank.resolve();
   if (!so) return error(so.status().message());
   cfg.smallbank = *so;
-  Result<TatpOptions> to = tatp.resolve();
-  if (!to) return error(to.status().message());
-  cfg.tatp = *to;
-  Result<TpccOptions> to = tpcc.resolve();
-  if (!to) return error(to.status().message());
-  cfg.tpcc = *to;
+  Result<TatpOptions> ta = tatp.resolve();
+  if (!ta) return error(ta.status().message());
+  cfg.tatp = *ta;
+  Result<TpccOptions> tc = tpcc.resolve();
+  if (!tc) return error(tc.status().message());
+  cfg.tpcc = *tc;
 
   Result<ComputeConfig> cc = compute.resolve();
   if (!cc) return error(cc.status().message());
