@@ -198,11 +198,19 @@ Status zero_lane_heads(const Cluster& cluster, std::span<Connection* const> conn
                        std::span<const size_t> nodes) {
   if (Status s = cluster.lanes().check_slot(slot); !s) return s;
   static constexpr uint8_t kZeros[sizeof(LogRecordHeader)] = {};
+  static constexpr uint8_t kNoIntent[kLatchIntentBytes] = {};
+  const uint32_t lane_bytes = cluster.lanes().lane_bytes();
   OpBatch batch(conns, batch_timeout(cluster));
   for (size_t n : nodes) {
     if (!live(conns, n)) continue;
     for (uint32_t l = 0; l < slot.count; ++l) {
-      batch.write(n, cluster.lane_address(n, slot.first + l), kZeros, sizeof kZeros);
+      const uint64_t lane = cluster.lane_address(n, slot.first + l);
+      batch.write(n, lane, kZeros, sizeof kZeros);
+      // log-a-latch intents are read from the first one down and stop at
+      // the first that is not the pid's: clearing the first leaves none
+      // (in other modes those bytes belong to no record once the header
+      // is gone).
+      batch.write(n, lane + latch_intent_offset(lane_bytes, 1), kNoIntent, sizeof kNoIntent);
     }
   }
   return batch.run();

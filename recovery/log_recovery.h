@@ -85,13 +85,15 @@ Status decide_and_repair(const Cluster& cluster, std::span<Connection* const> co
 Result<std::vector<std::vector<uint8_t>>> read_lanes(const Cluster& cluster, std::span<Connection* const> conns,
                                                      const LaneSlot& slot, std::span<const size_t> nodes);
 
-// Zeroes the record header at the start of each lane of `slot` on the live
-// nodes among `nodes`.
+// Zeroes the record header at the start of each lane of `slot` and its
+// first log-a-latch intent at the end, on the live nodes among `nodes`: the
+// lanes then hold nothing a recovery would read.
 Status zero_lane_heads(const Cluster& cluster, std::span<Connection* const> conns, const LaneSlot& slot,
                        std::span<const size_t> nodes);
 
-// Zeroes the record header of each lane of `slot` on the pid's live log
-// nodes. After it the slot may be leased to another compute node.
+// Empties each lane of `slot` on the pid's live log nodes (zero_lane_heads).
+// After it the slot may be leased to another compute node, and a re-run of
+// the recovery finds neither records nor intents.
 Status truncate_lanes(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
                       const LaneSlot& slot, CrashInjector* crash = nullptr);
 

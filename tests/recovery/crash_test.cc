@@ -118,6 +118,13 @@ TEST_P(CrashTest, LogALatchRecoveryReleasesEveryLatchFromItsIntents) {
     EXPECT_GT(report->intents, 0u);
     intents += report->intents;
     ASSERT_TRUE(truncate_lanes(*cluster, conns, dead, LaneMap::fixed_slot(dead)));
+    // Truncation leaves lanes a new owner can use: a re-run (or the next
+    // owner's recovery) finds no record and no intent of this one.
+    auto again = recover_logs(*cluster, conns, dead, LaneMap::fixed_slot(dead), test_logger());
+    ASSERT_TRUE(again) << again.status().to_string();
+    EXPECT_EQ(again->records, 0u);
+    EXPECT_EQ(again->intents, 0u) << "intents of pid " << dead << " survived the truncation";
+    EXPECT_TRUE(again->latch_sites.empty());
     EXPECT_EQ(audit(*cluster), int64_t{kRows} * kStart) << "after recovering pid " << dead;
     cluster->failed_ids().add(dead);
     auto released = sweep_stray_latches(*cluster, conns, dead, report->latch_sites);
