@@ -107,7 +107,7 @@ if [[ -n "$unknown" ]]; then
 fi
 bash "$root/deploy/compare/compare.sh" --build "$build" --workloads "$workloads" --pg-only-if-unknown --rounds 1 \
   --seconds 2 --warmup-seconds 1 --threads 1 --coordinators 4 --accounts 10000 --subscribers 10000 \
-  --warehouses 1 --region-size 512M --out "$work/out" | tee "$work/compare.log"
+  --warehouses 1 --region-size 1G --out "$work/out" | tee "$work/compare.log"
 grep -qE '^workload +system +commits/s +p50 us +p99 us +abort % +retry % +check' "$work/compare.log" ||
   fail "no table header"
 grep -qE '^smallbank +Pandora +[0-9]+ .* passed 1/1$' "$work/compare.log" || fail "no Pandora SmallBank row"
