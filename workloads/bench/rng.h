@@ -9,7 +9,9 @@
 // nearby seeds give unrelated streams.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace pandora::workloads {
 
@@ -66,5 +68,19 @@ class Rng {
 
   uint64_t s_[4];
 };
+
+// `n` random decimal digits.
+inline std::string random_digits(Rng& rng, size_t n) {
+  std::string s(n, '0');
+  for (char& c : s) c = static_cast<char>('0' + rng.uniform(10));
+  return s;
+}
+
+// `n` random upper-case letters.
+inline std::string random_letters(Rng& rng, size_t n) {
+  std::string s(n, 'A');
+  for (char& c : s) c = static_cast<char>('A' + rng.uniform(26));
+  return s;
+}
 
 }  // namespace pandora::workloads

@@ -185,18 +185,6 @@ std::string check_row(const CallForwardingRow& r, uint64_t s_id, uint32_t sf_typ
 
 // ---- population -------------------------------------------------------------
 
-std::string random_digits(Rng& rng, size_t n) {
-  std::string s(n, '0');
-  for (char& c : s) c = static_cast<char>('0' + rng.uniform(10));
-  return s;
-}
-
-std::string random_letters(Rng& rng, size_t n) {
-  std::string s(n, 'A');
-  for (char& c : s) c = static_cast<char>('A' + rng.uniform(26));
-  return s;
-}
-
 SubscriberPopulation populate(uint64_t s_id) {
   Rng rng(mix64(s_id ^ kPopulationSalt));
   SubscriberPopulation p;

@@ -6,7 +6,7 @@
 //
 // Rows (field: spec type and range -> bytes in the value, little-endian):
 //
-//   subscriber (table 30, 48 B), key s_id
+//   subscriber (table 40, 48 B), key s_id
 //     s_id          INTEGER 1..N              0..3    u32
 //     sub_nbr       CHAR(15) s_id, 0-padded   4..18   15 ASCII digits
 //     bit_1..10     BIT 0/1                   19..20  u16, bit_k at bit k-1
@@ -14,17 +14,17 @@
 //     byte2_1..10   0..255                    26..35  u8 each
 //     msc_location  INTEGER 1..2^32-1         36..39  u32
 //     vlr_location  INTEGER 1..2^32-1         40..43  u32       (44..47 zero)
-//   access_info (table 31, 16 B), key s_id<<2 | ai_type-1
+//   access_info (table 41, 16 B), key s_id<<2 | ai_type-1
 //     s_id u32 0..3, ai_type 1..4 u8 4, data1 0..255 u8 5, data2 0..255 u8 6,
 //     data3 CHAR(3) [A-Z] 7..9, data4 CHAR(5) [A-Z] 10..14     (15 zero)
-//   special_facility (table 32, 16 B), key s_id<<2 | sf_type-1
+//   special_facility (table 42, 16 B), key s_id<<2 | sf_type-1
 //     s_id u32 0..3, sf_type 1..4 u8 4, is_active 0/1 u8 5 (85% 1),
 //     error_cntrl 0..255 u8 6, data_a 0..255 u8 7, data_b CHAR(5) [A-Z] 8..12,
 //     cf_mask u8 13 (not in the spec, see below)                (14..15 zero)
-//   call_forwarding (table 33, 24 B), key s_id<<4 | (sf_type-1)<<2 | start_time/8
+//   call_forwarding (table 43, 24 B), key s_id<<4 | (sf_type-1)<<2 | start_time/8
 //     s_id u32 0..3, sf_type 1..4 u8 4, start_time {0,8,16} u8 5,
 //     end_time 1..24 u8 6 (loaded: start_time + 1..8), numberx CHAR(15) digits 7..21  (22..23 zero)
-//   sub_nbr index (table 34, 8 B), key = sub_nbr's 15 digits packed 4 bits each (60 bits)
+//   sub_nbr index (table 44, 8 B), key = sub_nbr's 15 digits packed 4 bits each (60 bits)
 //     s_id u64
 //
 // The key fields are repeated in each value (they are columns of the spec's
@@ -176,9 +176,5 @@ struct SubscriberPopulation {
   std::vector<CallForwardingRow> call_forwarding;
 };
 SubscriberPopulation populate(uint64_t s_id);
-
-// Random field values shared by the population and the transactions.
-std::string random_digits(Rng& rng, size_t n);
-std::string random_letters(Rng& rng, size_t n);
 
 }  // namespace pandora::workloads::tatp

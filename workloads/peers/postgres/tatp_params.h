@@ -1,5 +1,6 @@
-// TATP (Telecom Application Transaction Processing, v1.0) parameter
-// generation, free of any storage engine so Pandora's TATP can share it.
+// TATP (Telecom Application Transaction Processing, v1.0) parameters for
+// the PostgreSQL driver. The subscriber draw and sub_nbr are Pandora's TATP's
+// own (workloads/tatp/tatp_schema.h), so both systems run the same mix.
 //
 // Standard mix (80% reads): GET_SUBSCRIBER_DATA 35, GET_NEW_DESTINATION 10,
 // GET_ACCESS_DATA 35, UPDATE_SUBSCRIBER_DATA 2, UPDATE_LOCATION 14,
@@ -14,6 +15,7 @@
 
 #include "workloads/bench/rng.h"
 #include "workloads/peers/postgres/param_text.h"
+#include "workloads/tatp/tatp_schema.h"
 
 namespace pandora::workloads::tatp {
 
@@ -26,17 +28,6 @@ enum Type : uint32_t {
   kInsertCallForwarding,
   kDeleteCallForwarding,
 };
-inline constexpr uint32_t kTypes = 7;
-
-inline uint64_t nonuniform_a(uint64_t subscribers) {
-  if (subscribers <= 1000000) return 65535;
-  if (subscribers <= 10000000) return 1048575;
-  return 2097151;
-}
-
-inline uint64_t pick_subscriber(Rng& rng, uint64_t subscribers) {
-  return ((rand_between(rng, 0, nonuniform_a(subscribers)) | rand_between(rng, 1, subscribers)) % subscribers) + 1;
-}
 
 // The 35/10/35/2/14/2/2 mix.
 inline Type pick_type(Rng& rng) {
@@ -49,9 +40,6 @@ inline Type pick_type(Rng& rng) {
   if (d < 98) return kInsertCallForwarding;
   return kDeleteCallForwarding;
 }
-
-// sub_nbr: the s_id as 15 decimal digits with leading zeros.
-std::string sub_nbr(uint64_t s_id);
 
 inline uint64_t pick_start_time(Rng& rng) { return 8 * rng.uniform(3); }  // 0, 8 or 16
 inline uint64_t pick_sf_type(Rng& rng) { return rand_between(rng, 1, 4); }

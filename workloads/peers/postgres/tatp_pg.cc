@@ -123,7 +123,7 @@ uint64_t TatpPg::load(PgConn& c, const std::function<void(uint64_t)>& progress) 
   const uint64_t P = o_.subscribers;
   uint64_t done = 0;
   copy_table(c, "subscriber", P, &done, progress, [](uint64_t id, Rng& rng, std::string& b) {
-    fmt::format_to(std::back_inserter(b), "{}\t{}", id, sub_nbr(id));
+    fmt::format_to(std::back_inserter(b), "{}\t{}", id, sub_nbr_of(id));
     for (int i = 0; i < 10; ++i) fmt::format_to(std::back_inserter(b), "\t{}", rng.uniform(2));
     for (int i = 0; i < 10; ++i) fmt::format_to(std::back_inserter(b), "\t{}", rng.uniform(16));
     for (int i = 0; i < 10; ++i) fmt::format_to(std::back_inserter(b), "\t{}", rng.uniform(256));
@@ -176,7 +176,7 @@ void TatpPg::prepare(PgConn& c) const {
 PgTxn TatpPg::draw(Rng& rng) const {
   const uint64_t P = o_.subscribers;
   const Type t = pick_type(rng);
-  const uint64_t sid = pick_subscriber(rng, P);
+  const uint64_t sid = pick_subscriber(rng, P, nurand_a(P));
   switch (t) {
     case kGetSubscriberData:
       return {t, true, [sid](PgConn& c) { return get_subscriber_data(c, sid); }};
@@ -194,17 +194,17 @@ PgTxn TatpPg::draw(Rng& rng) const {
     }
     case kUpdateLocation: {
       const uint64_t vlr = rng.uniform(1u << 31);
-      return {t, false, [nbr = sub_nbr(sid), vlr](PgConn& c) { return update_location(c, nbr, vlr); }};
+      return {t, false, [nbr = sub_nbr_of(sid), vlr](PgConn& c) { return update_location(c, nbr, vlr); }};
     }
     case kInsertCallForwarding: {
       const uint64_t sf = pick_sf_type(rng), start = pick_start_time(rng), end = rand_between(rng, 1, 24);
-      return {t, false, [nbr = sub_nbr(sid), sf, start, end, numberx = random_digits(rng, 15)](PgConn& c) {
+      return {t, false, [nbr = sub_nbr_of(sid), sf, start, end, numberx = random_digits(rng, 15)](PgConn& c) {
                 return insert_call_forwarding(c, nbr, sf, start, end, numberx);
               }};
     }
     case kDeleteCallForwarding: {
       const uint64_t sf = pick_sf_type(rng), start = pick_start_time(rng);
-      return {t, false, [nbr = sub_nbr(sid), sf, start](PgConn& c) { return delete_call_forwarding(c, nbr, sf, start); }};
+      return {t, false, [nbr = sub_nbr_of(sid), sf, start](PgConn& c) { return delete_call_forwarding(c, nbr, sf, start); }};
     }
   }
   return {};

@@ -4,17 +4,11 @@
 
 namespace pandora::workloads::tpcc {
 
-std::string last_name(uint64_t n) {
-  static constexpr const char* kSyllables[] = {"BAR", "OUGHT", "ABLE", "PRI",   "PRES",
-                                                "ESE", "ANTI",  "CALLY", "ATION", "EING"};
-  return std::string(kSyllables[(n / 100) % 10]) + kSyllables[(n / 10) % 10] + kSyllables[n % 10];
-}
-
 CustomerPick pick_customer(Rng& rng) {
   CustomerPick p;
   p.by_name = rng.uniform(100) < 60;
-  if (p.by_name) p.c_last = last_name(nurand(rng, 255, 0, 999, kCLastRun));
-  else p.c_id = nurand(rng, 1023, 1, kCustomers, kCId);
+  if (p.by_name) p.c_last = last_name(static_cast<uint32_t>(nurand(rng, 255, 0, 999, kRunConstants.last_name)));
+  else p.c_id = nurand(rng, 1023, 1, kCustomers, kRunConstants.customer);
   return p;
 }
 
@@ -29,12 +23,12 @@ NewOrderParams new_order_params(Rng& rng, uint64_t w, uint64_t warehouses) {
   NewOrderParams p;
   p.w = w;
   p.d = rand_between(rng, 1, kDistricts);
-  p.c = nurand(rng, 1023, 1, kCustomers, kCId);
+  p.c = nurand(rng, 1023, 1, kCustomers, kRunConstants.customer);
   const uint64_t n = rand_between(rng, 5, 15);
   p.rollback = rng.uniform(100) == 0;
   for (uint64_t i = 0; i < n; ++i) {
     OrderLine l;
-    l.i_id = nurand(rng, 8191, 1, kItems, kOlIId);
+    l.i_id = nurand(rng, 8191, 1, kItems, kRunConstants.item);
     l.supply_w = rng.uniform(100) == 0 ? other_warehouse(rng, w, warehouses) : w;
     l.quantity = rand_between(rng, 1, 10);
     p.all_local = p.all_local && l.supply_w == w;

@@ -1,5 +1,6 @@
-// TPC-C (v5.11) parameter generation, free of any storage engine so
-// Pandora's TPC-C can share it.
+// TPC-C (v5.11) parameters for the PostgreSQL driver. NURand, its
+// constants and the last-name rule are Pandora's TPC-C's own
+// (workloads/tpcc/tpcc_random.h), so both systems draw alike.
 //
 // Mix: NewOrder 45, Payment 43, OrderStatus 4, Delivery 4, StockLevel 4 (%).
 // NURand(A, x, y) = (((rand(0, A) | rand(x, y)) + C) % (y - x + 1)) + x
@@ -17,6 +18,7 @@
 
 #include "workloads/bench/rng.h"
 #include "workloads/peers/postgres/param_text.h"
+#include "workloads/tpcc/tpcc_random.h"
 
 namespace pandora::workloads::tpcc {
 
@@ -27,15 +29,6 @@ inline constexpr uint64_t kDistricts = 10;            // per warehouse
 inline constexpr uint64_t kCustomers = 3000;          // per district
 inline constexpr uint64_t kOrders = 3000;             // per district, loaded
 inline constexpr uint64_t kFirstNewOrder = 2101;      // loaded orders >= this are undelivered
-inline constexpr uint64_t kCLastLoad = 157, kCLastRun = 223, kCId = 259, kOlIId = 7911;
-
-inline uint64_t nurand(Rng& rng, uint64_t a, uint64_t x, uint64_t y, uint64_t c) {
-  return (((rand_between(rng, 0, a) | rand_between(rng, x, y)) + c) % (y - x + 1)) + x;
-}
-
-// The customer last name of number n in 0..999 (4.3.2.3): three syllables.
-std::string last_name(uint64_t n);
-
 // 45/43/4/4/4.
 inline Type pick_type(Rng& rng) {
   const uint64_t d = rng.uniform(100);

@@ -180,8 +180,8 @@ uint64_t TpccPg::load(PgConn& c, const std::function<void(uint64_t)>& progress) 
   const uint64_t per_w = kDistricts * kCustomers;
   copy_rows(c, "customer", W * per_w, &done, progress, [&](uint64_t i, Rng& r, std::string& b) {
     const uint64_t cid = i % kCustomers + 1;
-    const uint64_t last = cid <= 1000 ? cid - 1 : nurand(r, 255, 0, 999, kCLastLoad);
-    put(b, cid, (i / kCustomers) % kDistricts + 1, i / per_w + 1, astring(r, 8, 16), "OE", last_name(last),
+    const uint64_t last = cid <= 1000 ? cid - 1 : nurand(r, 255, 0, 999, kLoadConstants.last_name);
+    put(b, cid, (i / kCustomers) % kDistricts + 1, i / per_w + 1, astring(r, 8, 16), "OE", last_name(static_cast<uint32_t>(last)),
         astring(r, 10, 20), astring(r, 10, 20), astring(r, 10, 20), random_letters(r, 2),
         nstring(r, 4, 4) + "11111", random_digits(r, 16), "2024-01-01 00:00:00", r.uniform(10) == 0 ? "BC" : "GC",
         "50000.00", fmt::format("0.{:04}", rand_between(r, 0, 5000)), "-10.00", "10.00", 1, 0, astring(r, 300, 500));
