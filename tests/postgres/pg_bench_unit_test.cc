@@ -143,16 +143,22 @@ TEST(SmallBankPg, PicksHotAccountsWithTheHotProbabilityAndTwoDistinct) {
   o.hot_fraction = 0.01;   // 100 hot accounts
   o.hot_probability = 0.9;
   auto w = smallbank(o);
+  auto sb = SmallBankWorkload::create(o);
+  ASSERT_TRUE(sb.is_ok());
+  // The peer draws exactly what Pandora's SmallBank draws.
+  Rng mine(11), peers(11);
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(w->draw(peers).type, (*sb)->draw(mine).type);
   Rng rng(11);
   int hot = 0;
   const int kPicks = 100000;
   for (int i = 0; i < kPicks; ++i) {
-    const uint64_t a = w->pick_account(rng);
-    ASSERT_LT(a, o.accounts);
-    hot += a < 100 ? 1 : 0;
-    auto [x, y] = w->pick_two(rng);
-    ASSERT_NE(x, y);
-    ASSERT_LT(y, o.accounts);
+    const SmallBankWorkload::Draw d = (*sb)->draw(rng);
+    ASSERT_LT(d.a0, o.accounts);
+    hot += d.a0 < 100 ? 1 : 0;
+    if (d.type == SmallBankWorkload::kAmalgamate || d.type == SmallBankWorkload::kSendPayment) {
+      ASSERT_NE(d.a0, d.a1);
+      ASSERT_LT(d.a1, o.accounts);
+    }
   }
   // 0.9 from the hot set + 0.1 x 1% of the uniform picks.
   EXPECT_NEAR(static_cast<double>(hot) / kPicks, 0.9 + 0.1 * 0.01, 0.01);

@@ -142,34 +142,41 @@ std::pair<uint64_t, uint64_t> SmallBankWorkload::pick_two(Rng& rng) const {
   return {a0, (a0 + 1) % options_.accounts};
 }
 
-TxnOutcome SmallBankWorkload::run_one(Txn& txn, Rng& rng) const {
+SmallBankWorkload::Draw SmallBankWorkload::draw(Rng& rng) const {
+  Type t;
   if (options_.mix == SmallBankMix::kTransfers) {
     // Amalgamate 15, Balance 15, SendPayment 25 (of 55): the standard
     // weights of the net-0 transactions.
     const uint64_t dice = rng.uniform(55);
-    if (dice < 15) {
-      auto [a0, a1] = pick_two(rng);
-      return amalgamate(txn, a0, a1);
-    }
-    if (dice < 30) return balance(txn, pick_account(rng));
-    auto [a0, a1] = pick_two(rng);
-    return send_payment(txn, a0, a1);
+    t = dice < 15 ? kAmalgamate : dice < 30 ? kBalance : kSendPayment;
+  } else {
+    const uint64_t dice = rng.uniform(100);
+    t = dice < 15   ? kAmalgamate
+        : dice < 30 ? kBalance
+        : dice < 45 ? kDepositChecking
+        : dice < 70 ? kSendPayment
+        : dice < 85 ? kTransactSavings
+                    : kWriteCheck;
   }
-  const uint64_t dice = rng.uniform(100);
-  if (dice < 15) {
-    auto [a0, a1] = pick_two(rng);
-    return amalgamate(txn, a0, a1);
+  if (t == kAmalgamate || t == kSendPayment) {
+    const auto [a0, a1] = pick_two(rng);
+    return {t, a0, a1};
   }
-  if (dice < 30) return balance(txn, pick_account(rng));
-  if (dice < 45) return deposit_checking(txn, pick_account(rng));
-  if (dice < 70) {
-    auto [a0, a1] = pick_two(rng);
-    return send_payment(txn, a0, a1);
-  }
-  if (dice < 85) return transact_savings(txn, pick_account(rng));
-  return write_check(txn, pick_account(rng));
+  return {t, pick_account(rng), 0};
 }
 
+TxnOutcome SmallBankWorkload::run_one(Txn& txn, Rng& rng) const {
+  const Draw d = draw(rng);
+  switch (d.type) {
+    case kAmalgamate: return amalgamate(txn, d.a0, d.a1);
+    case kBalance: return balance(txn, d.a0);
+    case kDepositChecking: return deposit_checking(txn, d.a0);
+    case kSendPayment: return send_payment(txn, d.a0, d.a1);
+    case kTransactSavings: return transact_savings(txn, d.a0);
+    case kWriteCheck: return write_check(txn, d.a0);
+  }
+  return {};  // every type is handled above
+}
 
 TxnOutcome SmallBankWorkload::amalgamate(Txn& txn, uint64_t a0, uint64_t a1) const {
   txn.begin();

@@ -96,6 +96,16 @@ class SmallBankWorkload final : public Workload {
   // What the loaded data adds up to.
   int64_t initial_total() const;
 
+  // One transaction of the mix: its type and account(s) (a1 only for
+  // Amalgamate and SendPayment, distinct from a0). run_one() runs what this
+  // draws; the PostgreSQL peer draws the same way.
+  struct Draw {
+    Type type = kBalance;
+    uint64_t a0 = 0;
+    uint64_t a1 = 0;
+  };
+  Draw draw(Rng& rng) const;
+
   // The individual transactions (public for tests); each begins, runs and
   // commits or aborts `txn`.
   TxnOutcome amalgamate(Txn& txn, uint64_t a0, uint64_t a1) const;

@@ -118,50 +118,20 @@ void SmallBankPg::prepare(PgConn& c) const {
   c.prepare("sb_add_checking", "UPDATE checking SET bal = bal + $2 WHERE id = $1");
 }
 
-uint64_t SmallBankPg::pick_account(Rng& rng) const {
-  const uint64_t hot = sb_->hot_accounts();
-  if (hot > 0 && rng.chance(sb_->options().hot_probability)) return rng.uniform(hot);
-  return rng.uniform(sb_->options().accounts);
-}
-
-std::pair<uint64_t, uint64_t> SmallBankPg::pick_two(Rng& rng) const {
-  const uint64_t a0 = pick_account(rng);
-  for (int i = 0; i < 8; ++i) {
-    const uint64_t a1 = pick_account(rng);
-    if (a1 != a0) return {a0, a1};
-  }
-  return {a0, (a0 + 1) % sb_->options().accounts};
-}
-
 PgTxn SmallBankPg::draw(Rng& rng) const {
-  // SmallBankWorkload::run_one's dice: standard 15/15/15/25/15/15, or the
-  // net-0 transactions 15/15/25 of 55.
+  // SmallBankWorkload's own draw: the same mix, hot set and accounts.
   using T = SmallBankWorkload::Type;
-  const bool transfers = sb_->options().mix == SmallBankMix::kTransfers;
-  uint64_t dice = transfers ? rng.uniform(55) : rng.uniform(100);
-  if (transfers && dice >= 30) dice += 15;  // 30..54 -> SendPayment's 45..69
-  if (dice < 15) {
-    const auto p = pick_two(rng);
-    return {T::kAmalgamate, false, [a0 = p.first, a1 = p.second](PgConn& c) { return amalgamate(c, a0, a1); }};
+  const SmallBankWorkload::Draw d = sb_->draw(rng);
+  const uint64_t a0 = d.a0, a1 = d.a1;
+  switch (d.type) {
+    case T::kAmalgamate: return {d.type, false, [a0, a1](PgConn& c) { return amalgamate(c, a0, a1); }};
+    case T::kBalance: return {d.type, true, [a0](PgConn& c) { return balance(c, a0); }};
+    case T::kDepositChecking: return {d.type, false, [a0](PgConn& c) { return deposit_checking(c, a0); }};
+    case T::kSendPayment: return {d.type, false, [a0, a1](PgConn& c) { return send_payment(c, a0, a1); }};
+    case T::kTransactSavings: return {d.type, false, [a0](PgConn& c) { return transact_savings(c, a0); }};
+    case T::kWriteCheck: break;
   }
-  if (dice < 30) {
-    const uint64_t a = pick_account(rng);
-    return {T::kBalance, true, [a](PgConn& c) { return balance(c, a); }};
-  }
-  if (dice < 45) {
-    const uint64_t a = pick_account(rng);
-    return {T::kDepositChecking, false, [a](PgConn& c) { return deposit_checking(c, a); }};
-  }
-  if (dice < 70) {
-    const auto p = pick_two(rng);
-    return {T::kSendPayment, false, [a0 = p.first, a1 = p.second](PgConn& c) { return send_payment(c, a0, a1); }};
-  }
-  if (dice < 85) {
-    const uint64_t a = pick_account(rng);
-    return {T::kTransactSavings, false, [a](PgConn& c) { return transact_savings(c, a); }};
-  }
-  const uint64_t a = pick_account(rng);
-  return {T::kWriteCheck, false, [a](PgConn& c) { return write_check(c, a); }};
+  return {T::kWriteCheck, false, [a0](PgConn& c) { return write_check(c, a0); }};
 }
 
 int64_t SmallBankPg::invariant(PgConn& c) const {

@@ -28,12 +28,6 @@ class SmallBankPg final : public PgWorkload {
   int64_t invariant(PgConn& c) const override;
   PgCheck check(PgConn& c, int64_t before, int64_t committed_delta) const override;
 
-  // Account picking of SmallBankWorkload (private there): hot set with
-  // --hot-probability, else uniform; two-account transactions draw
-  // distinct accounts.
-  uint64_t pick_account(Rng& rng) const;
-  std::pair<uint64_t, uint64_t> pick_two(Rng& rng) const;
-
  private:
   std::unique_ptr<SmallBankWorkload> sb_;
 };
