@@ -69,6 +69,9 @@ class Rng {
   uint64_t s_[4];
 };
 
+// Uniform in [lo, hi] (the specifications' "random(lo, hi)").
+inline uint64_t between(Rng& rng, uint64_t lo, uint64_t hi) { return lo + rng.uniform(hi - lo + 1); }
+
 // `n` random decimal digits.
 inline std::string random_digits(Rng& rng, size_t n) {
   std::string s(n, '0');

@@ -86,32 +86,32 @@ std::vector<TableSpec> TpccWorkload::tables() const {
 }
 
 std::vector<TpccWorkload::OrderItem> TpccWorkload::draw_order_items(Rng& rng, uint64_t w) const {
-  const uint64_t count = uniform(rng, 5, kMaxOrderLines);
-  const bool rollback = uniform(rng, 1, 100) == 1;
+  const uint64_t count = between(rng, 5, kMaxOrderLines);
+  const bool rollback = between(rng, 1, 100) == 1;
   std::vector<OrderItem> items(count);
   for (uint64_t k = 0; k < count; ++k) {
     OrderItem& it = items[k];
     it.item = nurand(rng, 8191, 1, options_.items, kRunConstants.item);
     if (rollback && k + 1 == count) it.item = options_.items + 1;
     it.supply_warehouse = w;
-    if (options_.warehouses > 1 && uniform(rng, 1, 100) == 1) {
-      const uint64_t other = uniform(rng, 1, options_.warehouses - 1);
+    if (options_.warehouses > 1 && between(rng, 1, 100) == 1) {
+      const uint64_t other = between(rng, 1, options_.warehouses - 1);
       it.supply_warehouse = other >= w ? other + 1 : other;
     }
-    it.quantity = uniform(rng, 1, 10);
+    it.quantity = between(rng, 1, 10);
   }
   return items;
 }
 
 TpccWorkload::CustomerRef TpccWorkload::draw_customer(Rng& rng, uint64_t w, uint64_t d, bool allow_remote) const {
   CustomerRef c{w, d, false, 0};
-  if (allow_remote && options_.warehouses > 1 && uniform(rng, 1, 100) <= 15) {
-    const uint64_t other = uniform(rng, 1, options_.warehouses - 1);
+  if (allow_remote && options_.warehouses > 1 && between(rng, 1, 100) <= 15) {
+    const uint64_t other = between(rng, 1, options_.warehouses - 1);
     c.w = other >= w ? other + 1 : other;
-    c.d = uniform(rng, 1, kDistrictsPerWarehouse);
+    c.d = between(rng, 1, kDistrictsPerWarehouse);
   }
   const uint64_t customers = options_.customers_per_district;
-  if (uniform(rng, 1, 100) <= 60) {
+  if (between(rng, 1, 100) <= 60) {
     // With fewer than 1000 customers only names 0..customers-1 exist.
     c.by_name = true;
     c.customer = nurand(rng, 255, 0, std::min<uint64_t>(customers, kLastNames) - 1, kRunConstants.last_name);
@@ -122,23 +122,23 @@ TpccWorkload::CustomerRef TpccWorkload::draw_customer(Rng& rng, uint64_t w, uint
 }
 
 TxnOutcome TpccWorkload::run_one(Txn& txn, Rng& rng) const {
-  const uint64_t w = uniform(rng, 1, options_.warehouses);
+  const uint64_t w = between(rng, 1, options_.warehouses);
   const uint64_t dice = rng.uniform(100);
   TxnOutcome out;
   if (dice < 45) {
-    const uint64_t d = uniform(rng, 1, kDistrictsPerWarehouse);
+    const uint64_t d = between(rng, 1, kDistrictsPerWarehouse);
     const uint64_t c = nurand(rng, 1023, 1, options_.customers_per_district, kRunConstants.customer);
     out = new_order(txn, w, d, c, draw_order_items(rng, w));
   } else if (dice < 88) {
-    const uint64_t d = uniform(rng, 1, kDistrictsPerWarehouse);
+    const uint64_t d = between(rng, 1, kDistrictsPerWarehouse);
     const CustomerRef c = draw_customer(rng, w, d, true);
-    out = payment(txn, w, d, c, static_cast<int64_t>(uniform(rng, 100, 500000)));
+    out = payment(txn, w, d, c, static_cast<int64_t>(between(rng, 100, 500000)));
   } else if (dice < 92) {
-    out = order_status(txn, draw_customer(rng, w, uniform(rng, 1, kDistrictsPerWarehouse), false));
+    out = order_status(txn, draw_customer(rng, w, between(rng, 1, kDistrictsPerWarehouse), false));
   } else if (dice < 96) {
-    out = delivery(txn, w, uniform(rng, 1, 10));
+    out = delivery(txn, w, between(rng, 1, 10));
   } else {
-    out = stock_level(txn, w, uniform(rng, 1, kDistrictsPerWarehouse), static_cast<int64_t>(uniform(rng, 10, 20)));
+    out = stock_level(txn, w, between(rng, 1, kDistrictsPerWarehouse), static_cast<int64_t>(between(rng, 10, 20)));
   }
   // A full table or a log record that does not fit its lane would fail every
   // later attempt the same way: stop the run with the reason.

@@ -63,9 +63,9 @@ Status TpccWorkload::load(BulkLoader& loader) const {
     Row<kItemBytes> row{};
     for (uint64_t i = 1; i <= options_.items; ++i) {
       row.fill(0);
-      put(row, item::kImageId, static_cast<int64_t>(uniform(rng, 1, 10000)));
+      put(row, item::kImageId, static_cast<int64_t>(between(rng, 1, 10000)));
       put(row, item::kName, alpha_string(rng, 14, 24));
-      put(row, item::kPrice, static_cast<int64_t>(uniform(rng, 100, 10000)));
+      put(row, item::kPrice, static_cast<int64_t>(between(rng, 100, 10000)));
       put(row, item::kData, data_with_original(rng));
       if (Status s = add(loader, kItem, keys_.item(i), row); !s) return s;
     }
@@ -76,7 +76,7 @@ Status TpccWorkload::load(BulkLoader& loader) const {
       Row<kWarehouseBytes> row{};
       put(row, warehouse::kName, alpha_string(rng, 6, 10));
       put_address(row, warehouse::kAddress, rng);
-      put(row, warehouse::kTax, static_cast<int64_t>(uniform(rng, 0, 2000)));
+      put(row, warehouse::kTax, static_cast<int64_t>(between(rng, 0, 2000)));
       put(row, warehouse::kYtd, kWarehouseYtd);
       if (Status s = add(loader, kWarehouse, keys_.warehouse(w), row); !s) return s;
     }
@@ -85,7 +85,7 @@ Status TpccWorkload::load(BulkLoader& loader) const {
       Row<kStockBytes> row{};
       for (uint64_t i = 1; i <= options_.items; ++i) {
         row.fill(0);
-        put(row, stock::kQuantity, static_cast<int64_t>(uniform(rng, 10, 100)));
+        put(row, stock::kQuantity, static_cast<int64_t>(between(rng, 10, 100)));
         for (const Chars& f : stock::kDist) put(row, f, alpha_string(rng, 24, 24));
         put(row, stock::kData, data_with_original(rng));
         if (Status s = add(loader, kStock, keys_.stock(w, i), row); !s) return s;
@@ -97,7 +97,7 @@ Status TpccWorkload::load(BulkLoader& loader) const {
         Row<kDistrictBytes> row{};
         put(row, district::kName, alpha_string(rng, 6, 10));
         put_address(row, district::kAddress, rng);
-        put(row, district::kTax, static_cast<int64_t>(uniform(rng, 0, 2000)));
+        put(row, district::kTax, static_cast<int64_t>(between(rng, 0, 2000)));
         put(row, district::kYtd, kDistrictYtd);
         put(row, district::kNextOrderId, static_cast<int64_t>(customers + 1));
         if (Status s = add(loader, kDistrict, keys_.district(w, d), row); !s) return s;
@@ -123,7 +123,7 @@ Status TpccWorkload::load(BulkLoader& loader) const {
           put(row, customer::kSince, now);
           put(row, customer::kCredit, rng.uniform(10) == 0 ? "BC" : "GC");
           put(row, customer::kCreditLimit, 5000000);
-          put(row, customer::kDiscount, static_cast<int64_t>(uniform(rng, 0, 5000)));
+          put(row, customer::kDiscount, static_cast<int64_t>(between(rng, 0, 5000)));
           put(row, customer::kBalance, -1000);
           put(row, customer::kYtdPayment, 1000);
           put(row, customer::kPaymentCount, 1);
@@ -172,14 +172,14 @@ Status TpccWorkload::load(BulkLoader& loader) const {
         Row<kLastOrderBytes> last{};
         for (uint64_t o = 1; o <= customers; ++o) {
           const bool delivered = o < undelivered;
-          const auto lines = static_cast<int64_t>(uniform(rng, 5, kMaxOrderLines));
+          const auto lines = static_cast<int64_t>(between(rng, 5, kMaxOrderLines));
           ord.fill(0);
           put(ord, order::kOrderId, static_cast<int64_t>(o));
           put(ord, order::kDistrict, static_cast<int64_t>(d));
           put(ord, order::kWarehouse, static_cast<int64_t>(w));
           put(ord, order::kCustomerId, owner[o - 1]);
           put(ord, order::kEntryDate, now);
-          put(ord, order::kCarrierId, delivered ? static_cast<int64_t>(uniform(rng, 1, 10)) : 0);
+          put(ord, order::kCarrierId, delivered ? static_cast<int64_t>(between(rng, 1, 10)) : 0);
           put(ord, order::kLineCount, lines);
           put(ord, order::kAllLocal, 1);
           if (Status s = add(loader, kOrder, order_key(w, d, o), ord); !s) return s;
@@ -189,11 +189,11 @@ Status TpccWorkload::load(BulkLoader& loader) const {
             put(line, order_line::kDistrict, static_cast<int64_t>(d));
             put(line, order_line::kWarehouse, static_cast<int64_t>(w));
             put(line, order_line::kNumber, ol);
-            put(line, order_line::kItemId, static_cast<int64_t>(uniform(rng, 1, options_.items)));
+            put(line, order_line::kItemId, static_cast<int64_t>(between(rng, 1, options_.items)));
             put(line, order_line::kSupplyWarehouse, static_cast<int64_t>(w));
             put(line, order_line::kDeliveryDate, delivered ? now : 0);
             put(line, order_line::kQuantity, 5);
-            put(line, order_line::kAmount, delivered ? 0 : static_cast<int64_t>(uniform(rng, 1, 999999)));
+            put(line, order_line::kAmount, delivered ? 0 : static_cast<int64_t>(between(rng, 1, 999999)));
             put(line, order_line::kDistInfo, alpha_string(rng, 24, 24));
             if (Status s = add(loader, kOrderLine, order_line_key(w, d, o, static_cast<uint64_t>(ol)), line); !s) {
               return s;

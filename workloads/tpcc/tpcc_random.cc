@@ -17,7 +17,7 @@ std::string last_name(uint32_t n) {
 }
 
 std::string alpha_string(Rng& rng, uint32_t lo, uint32_t hi) {
-  const auto len = static_cast<size_t>(uniform(rng, lo, hi));
+  const auto len = static_cast<size_t>(between(rng, lo, hi));
   std::string s(len, ' ');
   // One 64-bit draw gives ten 6-bit picks (62 symbols: reject 62 and 63).
   uint64_t bits = 0;
@@ -36,7 +36,7 @@ std::string alpha_string(Rng& rng, uint32_t lo, uint32_t hi) {
 }
 
 std::string numeric_string(Rng& rng, uint32_t lo, uint32_t hi) {
-  const auto len = static_cast<size_t>(uniform(rng, lo, hi));
+  const auto len = static_cast<size_t>(between(rng, lo, hi));
   std::string s(len, '0');
   for (char& c : s) c = static_cast<char>('0' + rng.uniform(10));
   return s;

@@ -27,12 +27,9 @@ constexpr bool valid_last_name_delta(uint32_t load, uint32_t run) {
 }
 static_assert(valid_last_name_delta(kLoadConstants.last_name, kRunConstants.last_name));
 
-// Uniform in [lo, hi].
-inline uint64_t uniform(Rng& rng, uint64_t lo, uint64_t hi) { return lo + rng.uniform(hi - lo + 1); }
-
 // NURand(A, x, y) = (((random(0, A) | random(x, y)) + C) % (y - x + 1)) + x.
 inline uint64_t nurand(Rng& rng, uint64_t a, uint64_t x, uint64_t y, uint64_t c) {
-  return (((uniform(rng, 0, a) | uniform(rng, x, y)) + c) % (y - x + 1)) + x;
+  return (((between(rng, 0, a) | between(rng, x, y)) + c) % (y - x + 1)) + x;
 }
 
 // The last name of number n (0..999): the syllables of its three decimal

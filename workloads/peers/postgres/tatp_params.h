@@ -14,7 +14,6 @@
 #include <string>
 
 #include "workloads/bench/rng.h"
-#include "workloads/peers/postgres/param_text.h"
 #include "workloads/tatp/tatp_schema.h"
 
 namespace pandora::workloads::tatp {
@@ -42,7 +41,7 @@ inline Type pick_type(Rng& rng) {
 }
 
 inline uint64_t pick_start_time(Rng& rng) { return 8 * rng.uniform(3); }  // 0, 8 or 16
-inline uint64_t pick_sf_type(Rng& rng) { return rand_between(rng, 1, 4); }
-inline uint64_t pick_ai_type(Rng& rng) { return rand_between(rng, 1, 4); }
+inline uint64_t pick_sf_type(Rng& rng) { return between(rng, 1, 4); }
+inline uint64_t pick_ai_type(Rng& rng) { return between(rng, 1, 4); }
 
 }  // namespace pandora::workloads::tatp

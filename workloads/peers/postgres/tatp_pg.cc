@@ -20,7 +20,7 @@ struct Children {
 
 // 1..4 distinct values of {1, 2, 3, 4}, in increasing order.
 std::vector<uint64_t> some_types(Rng& rng) {
-  const uint64_t n = rand_between(rng, 1, 4);
+  const uint64_t n = between(rng, 1, 4);
   std::vector<uint64_t> all{1, 2, 3, 4};
   for (uint64_t i = 0; i < 4; ++i) std::swap(all[i], all[i + rng.uniform(4 - i)]);
   all.resize(n);
@@ -143,7 +143,7 @@ uint64_t TatpPg::load(PgConn& c, const std::function<void(uint64_t)>& progress) 
   });
   copy_table(c, "call_forwarding", P, &done, progress, [](uint64_t id, Rng& rng, std::string& b) {
     for (const auto& [sf, start] : children(id).cf) {
-      fmt::format_to(std::back_inserter(b), "{}\t{}\t{}\t{}\t{}\n", id, sf, start, start + rand_between(rng, 1, 8),
+      fmt::format_to(std::back_inserter(b), "{}\t{}\t{}\t{}\t{}\n", id, sf, start, start + between(rng, 1, 8),
                      random_digits(rng, 15));
     }
   });
@@ -181,7 +181,7 @@ PgTxn TatpPg::draw(Rng& rng) const {
     case kGetSubscriberData:
       return {t, true, [sid](PgConn& c) { return get_subscriber_data(c, sid); }};
     case kGetNewDestination: {
-      const uint64_t sf = pick_sf_type(rng), start = pick_start_time(rng), end = rand_between(rng, 1, 24);
+      const uint64_t sf = pick_sf_type(rng), start = pick_start_time(rng), end = between(rng, 1, 24);
       return {t, true, [=](PgConn& c) { return get_new_destination(c, sid, sf, start, end); }};
     }
     case kGetAccessData: {
@@ -197,7 +197,7 @@ PgTxn TatpPg::draw(Rng& rng) const {
       return {t, false, [nbr = sub_nbr_of(sid), vlr](PgConn& c) { return update_location(c, nbr, vlr); }};
     }
     case kInsertCallForwarding: {
-      const uint64_t sf = pick_sf_type(rng), start = pick_start_time(rng), end = rand_between(rng, 1, 24);
+      const uint64_t sf = pick_sf_type(rng), start = pick_start_time(rng), end = between(rng, 1, 24);
       return {t, false, [nbr = sub_nbr_of(sid), sf, start, end, numberx = random_digits(rng, 15)](PgConn& c) {
                 return insert_call_forwarding(c, nbr, sf, start, end, numberx);
               }};

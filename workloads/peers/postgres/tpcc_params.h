@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "workloads/bench/rng.h"
-#include "workloads/peers/postgres/param_text.h"
 #include "workloads/tpcc/tpcc_random.h"
 
 namespace pandora::workloads::tpcc {

@@ -13,8 +13,8 @@ namespace {
 using namespace tpcc;  // NOLINT: the parameter vocabulary of this file
 std::string s(uint64_t v) { return std::to_string(v); }
 std::string money(int64_t cents) { return fmt::format("{}{}.{:02}", cents < 0 ? "-" : "", std::abs(cents) / 100, std::abs(cents) % 100); }
-std::string astring(Rng& rng, uint64_t lo, uint64_t hi) { return random_letters(rng, rand_between(rng, lo, hi)); }
-std::string nstring(Rng& rng, uint64_t lo, uint64_t hi) { return random_digits(rng, rand_between(rng, lo, hi)); }
+std::string astring(Rng& rng, uint64_t lo, uint64_t hi) { return random_letters(rng, between(rng, lo, hi)); }
+std::string nstring(Rng& rng, uint64_t lo, uint64_t hi) { return random_digits(rng, between(rng, lo, hi)); }
 // i_data / s_data: 26..50 letters, 10% with "ORIGINAL" somewhere.
 std::string data_string(Rng& rng) {
   std::string d = astring(rng, 26, 50);
@@ -160,22 +160,22 @@ uint64_t TpccPg::load(PgConn& c, const std::function<void(uint64_t)>& progress) 
     b += '\n';
   };
   copy_rows(c, "item", kItems, &done, progress, [&](uint64_t i, Rng& r, std::string& b) {
-    put(b, i + 1, rand_between(r, 1, 10000), astring(r, 14, 24), money(static_cast<int64_t>(rand_between(r, 100, 10000))),
+    put(b, i + 1, between(r, 1, 10000), astring(r, 14, 24), money(static_cast<int64_t>(between(r, 100, 10000))),
         data_string(r));
   });
   copy_rows(c, "warehouse", W, &done, progress, [&](uint64_t i, Rng& r, std::string& b) {
     put(b, i + 1, astring(r, 6, 10), astring(r, 10, 20), astring(r, 10, 20), astring(r, 10, 20), random_letters(r, 2),
-        nstring(r, 4, 4) + "11111", fmt::format("0.{:04}", rand_between(r, 0, 2000)), "300000.00");
+        nstring(r, 4, 4) + "11111", fmt::format("0.{:04}", between(r, 0, 2000)), "300000.00");
   });
   copy_rows(c, "stock", W * kItems, &done, progress, [&](uint64_t i, Rng& r, std::string& b) {
-    b += fmt::format("{}\t{}\t{}", i % kItems + 1, i / kItems + 1, rand_between(r, 10, 100));
+    b += fmt::format("{}\t{}\t{}", i % kItems + 1, i / kItems + 1, between(r, 10, 100));
     for (int d = 0; d < 10; ++d) b += "\t" + random_letters(r, 24);
     b += "\t0\t0\t0\t" + data_string(r) + "\n";
   });
   copy_rows(c, "district", W * kDistricts, &done, progress, [&](uint64_t i, Rng& r, std::string& b) {
     put(b, i % kDistricts + 1, i / kDistricts + 1, astring(r, 6, 10), astring(r, 10, 20), astring(r, 10, 20),
         astring(r, 10, 20), random_letters(r, 2), nstring(r, 4, 4) + "11111",
-        fmt::format("0.{:04}", rand_between(r, 0, 2000)), "30000.00", kOrders + 1);
+        fmt::format("0.{:04}", between(r, 0, 2000)), "30000.00", kOrders + 1);
   });
   const uint64_t per_w = kDistricts * kCustomers;
   copy_rows(c, "customer", W * per_w, &done, progress, [&](uint64_t i, Rng& r, std::string& b) {
@@ -184,7 +184,7 @@ uint64_t TpccPg::load(PgConn& c, const std::function<void(uint64_t)>& progress) 
     put(b, cid, (i / kCustomers) % kDistricts + 1, i / per_w + 1, astring(r, 8, 16), "OE", last_name(static_cast<uint32_t>(last)),
         astring(r, 10, 20), astring(r, 10, 20), astring(r, 10, 20), random_letters(r, 2),
         nstring(r, 4, 4) + "11111", random_digits(r, 16), "2024-01-01 00:00:00", r.uniform(10) == 0 ? "BC" : "GC",
-        "50000.00", fmt::format("0.{:04}", rand_between(r, 0, 5000)), "-10.00", "10.00", 1, 0, astring(r, 300, 500));
+        "50000.00", fmt::format("0.{:04}", between(r, 0, 5000)), "-10.00", "10.00", 1, 0, astring(r, 300, 500));
   });
   copy_rows(c, "history", W * per_w, &done, progress, [&](uint64_t i, Rng& r, std::string& b) {
     const uint64_t d = (i / kCustomers) % kDistricts + 1, w = i / per_w + 1;
@@ -194,7 +194,7 @@ uint64_t TpccPg::load(PgConn& c, const std::function<void(uint64_t)>& progress) 
   // ol_cnt drawn from a stream seeded by the order so order_line agrees.
   const auto ol_cnt = [](uint64_t order) {
     Rng r(order * 0x9e3779b97f4a7c15ull + 5);
-    return rand_between(r, 5, 15);
+    return between(r, 5, 15);
   };
   std::vector<uint64_t> perm(kCustomers);
   copy_rows(c, "orders", W * kDistricts * kOrders, &done, progress, [&](uint64_t i, Rng& r, std::string& b) {
@@ -203,7 +203,7 @@ uint64_t TpccPg::load(PgConn& c, const std::function<void(uint64_t)>& progress) 
       for (uint64_t k = 0; k < kCustomers; ++k) perm[k] = k + 1;
       for (uint64_t k = 0; k + 1 < kCustomers; ++k) std::swap(perm[k], perm[k + r.uniform(kCustomers - k)]);
     }
-    const std::string carrier = o < kFirstNewOrder ? s(rand_between(r, 1, 10)) : "\\N";
+    const std::string carrier = o < kFirstNewOrder ? s(between(r, 1, 10)) : "\\N";
     put(b, o, d, w, perm[o - 1], "2024-01-01 00:00:00", carrier, ol_cnt(i), 1);
   });
   copy_rows(c, "new_order", W * kDistricts * (kOrders - kFirstNewOrder + 1), &done, progress,
@@ -215,8 +215,8 @@ uint64_t TpccPg::load(PgConn& c, const std::function<void(uint64_t)>& progress) 
     const uint64_t o = i % kOrders + 1, d = (i / kOrders) % kDistricts + 1, w = i / (kDistricts * kOrders) + 1;
     for (uint64_t n = 1; n <= ol_cnt(i); ++n) {
       const bool delivered = o < kFirstNewOrder;
-      put(b, o, d, w, n, rand_between(r, 1, kItems), w, delivered ? "2024-01-01 00:00:00" : "\\N", 5,
-          delivered ? "0.00" : money(static_cast<int64_t>(rand_between(r, 1, 999999))), random_letters(r, 24));
+      put(b, o, d, w, n, between(r, 1, kItems), w, delivered ? "2024-01-01 00:00:00" : "\\N", 5,
+          delivered ? "0.00" : money(static_cast<int64_t>(between(r, 1, 999999))), random_letters(r, 24));
     }
   });
   for (const char* sql : kKeys) c.exec(sql);
@@ -280,22 +280,22 @@ void TpccPg::prepare(PgConn& c) const {
 
 PgTxn TpccPg::draw(Rng& rng) const {
   const uint64_t W = o_.warehouses;
-  const uint64_t w = rand_between(rng, 1, W);
+  const uint64_t w = between(rng, 1, W);
   switch (pick_type(rng)) {
     case kNewOrder:
       return {kNewOrder, false, [p = new_order_params(rng, w, W)](PgConn& c) { return new_order(c, p); }};
     case kPayment:
       return {kPayment, false, [p = payment_params(rng, w, W)](PgConn& c) { return payment(c, p); }};
     case kOrderStatus: {
-      const uint64_t d = rand_between(rng, 1, kDistricts);
+      const uint64_t d = between(rng, 1, kDistricts);
       return {kOrderStatus, true, [w, d, p = pick_customer(rng)](PgConn& c) { return order_status(c, w, d, p); }};
     }
     case kDelivery: {
-      const uint64_t carrier = rand_between(rng, 1, 10);
+      const uint64_t carrier = between(rng, 1, 10);
       return {kDelivery, false, [w, carrier](PgConn& c) { return delivery(c, w, carrier); }};
     }
     case kStockLevel: {
-      const uint64_t d = rand_between(rng, 1, kDistricts), threshold = rand_between(rng, 10, 20);
+      const uint64_t d = between(rng, 1, kDistricts), threshold = between(rng, 10, 20);
       return {kStockLevel, true, [=](PgConn& c) { return stock_level(c, w, d, threshold); }};
     }
   }
