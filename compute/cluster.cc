@@ -18,38 +18,62 @@ Result<std::unique_ptr<Cluster>> Cluster::connect(const ComputeConfig& config, c
       return Status(ctl.status().code(),
                     fmt::format("memory node {}: {}", ep.to_string(), ctl.status().message()));
     }
-    const wire::RegionInfo& r = (*ctl)->region();
-    if (r.cluster_id != config.cluster_id) {
-      return Status(Errc::kMismatch, fmt::format("memory node {} belongs to cluster {:#x}, not {:#x}", ep.to_string(),
-                                                 r.cluster_id, config.cluster_id));
+    c->nodes_.push_back(MemoryNodeInfo{ep, (*ctl)->region()});
+  }
+  if (Status s = c->adopt_nodes(); !s) return s;
+  logger.debug("connected to {} memory nodes over {}", c->nodes_.size(), backend_name(config.backend));
+  return c;
+}
+
+Result<std::unique_ptr<Cluster>> Cluster::attach(const ComputeConfig& config, const Logger& logger,
+                                                 std::vector<MemoryNodeInfo> nodes, ConnectionFactory open,
+                                                 const TimeSource& time) {
+  if (Status s = config.validate(); !s) return s;
+  if (nodes.size() != config.memory_nodes.size()) {
+    return Status(Errc::kInvalidArgument, fmt::format("{} memory nodes given for a configuration listing {}",
+                                                      nodes.size(), config.memory_nodes.size()));
+  }
+  if (!open) return Status(Errc::kInvalidArgument, "attach needs a connection factory");
+  std::unique_ptr<Cluster> c(new Cluster(config, logger));
+  c->nodes_ = std::move(nodes);
+  c->open_ = std::move(open);
+  c->time_ = &time;
+  if (Status s = c->adopt_nodes(); !s) return s;
+  return c;
+}
+
+Status Cluster::adopt_nodes() {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const MemoryNodeInfo& n = nodes_[i];
+    if (n.region.cluster_id != config_.cluster_id) {
+      return Status(Errc::kMismatch, fmt::format("memory node {} belongs to cluster {:#x}, not {:#x}",
+                                                 n.endpoint.to_string(), n.region.cluster_id, config_.cluster_id));
     }
-    for (const auto& other : c->nodes_) {
-      if (other.region.node_id == r.node_id) {
+    for (size_t j = 0; j < i; ++j) {
+      if (nodes_[j].region.node_id == n.region.node_id) {
         return Status(Errc::kMismatch, fmt::format("memory nodes {} and {} both claim node id {}",
-                                                   other.endpoint.to_string(), ep.to_string(), r.node_id));
+                                                   nodes_[j].endpoint.to_string(), n.endpoint.to_string(),
+                                                   n.region.node_id));
       }
     }
-    c->nodes_.push_back(MemoryNodeInfo{ep, r});
   }
-  c->table_begin_ = c->nodes_[0].region.table_offset;
-  c->table_limit_ = UINT64_MAX;
-  for (const auto& n : c->nodes_) {
-    if (n.region.table_offset != c->table_begin_) {
+  table_begin_ = nodes_[0].region.table_offset;
+  table_limit_ = UINT64_MAX;
+  for (const auto& n : nodes_) {
+    if (n.region.table_offset != table_begin_) {
       return Status(Errc::kMismatch, fmt::format("memory node {} starts its table area at {:#x}, node {} at {:#x}; "
                                                  "every node must share the layout version",
                                                  n.endpoint.to_string(), n.region.table_offset,
-                                                 c->nodes_[0].endpoint.to_string(), c->table_begin_));
+                                                 nodes_[0].endpoint.to_string(), table_begin_));
     }
-    c->table_limit_ = std::min(c->table_limit_, n.region.log_offset);
+    table_limit_ = std::min(table_limit_, n.region.log_offset);
   }
-  if (Status s = c->rebuild_placement(config.replicas, config.shards); !s) return s;
-
-  auto conns = c->open_connections();
+  if (Status s = rebuild_placement(config_.replicas, config_.shards); !s) return s;
+  auto conns = open_connections();
   if (!conns) return conns.status();
-  c->bootstrap_ = std::move(*conns);
-  for (auto& p : c->bootstrap_) c->bootstrap_raw_.push_back(p.get());
-  logger.debug("connected to {} memory nodes over {}", c->nodes_.size(), backend_name(config.backend));
-  return c;
+  bootstrap_ = std::move(*conns);
+  for (auto& p : bootstrap_) bootstrap_raw_.push_back(p.get());
+  return Status::ok();
 }
 
 std::optional<size_t> Cluster::index_of(uint32_t node_id) const {
@@ -88,6 +112,16 @@ std::vector<size_t> Cluster::log_node_indexes(uint16_t pid) const {
 
 Result<std::vector<std::unique_ptr<Connection>>> Cluster::open_connections() const {
   std::vector<std::unique_ptr<Connection>> out;
+  if (open_) {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      auto conn = open_(i);
+      if (!conn) return Status(conn.status().code(), fmt::format("data connection to memory node {}: {}",
+                                                                 nodes_[i].endpoint.to_string(),
+                                                                 conn.status().message()));
+      out.push_back(std::move(*conn));
+    }
+    return out;
+  }
   const ClientIdentity me = config_.identity();
   for (const auto& n : nodes_) {
     auto conn = open_connection(n.endpoint, me, config_.connect_options());

@@ -14,11 +14,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <vector>
 
+#include "common/time_source.h"
 #include "common/failed_ids.h"
 #include "common/logger.h"
 #include "common/status.h"
@@ -41,6 +43,16 @@ class Cluster {
   // distinct node ids, builds placement from config.replicas/config.shards
   // and opens the bootstrap data connections.
   static Result<std::unique_ptr<Cluster>> connect(const ComputeConfig& config, const Logger& logger);
+
+  // A cluster whose memory nodes are known without asking them and whose
+  // data connections come from `open` (one call per node index, in order):
+  // the deterministic simulation's in-process memory nodes (testing/sim).
+  // Checks the nodes as connect() does; `time` (not owned) is the time
+  // the engine reads.
+  using ConnectionFactory = std::function<Result<std::unique_ptr<Connection>>(size_t node_index)>;
+  static Result<std::unique_ptr<Cluster>> attach(const ComputeConfig& config, const Logger& logger,
+                                                 std::vector<MemoryNodeInfo> nodes, ConnectionFactory open,
+                                                 const TimeSource& time);
 
   const ComputeConfig& config() const { return config_; }
   const Logger& logger() const { return logger_; }
@@ -84,12 +96,17 @@ class Cluster {
   // A fresh data connection per node, for a worker thread.
   Result<std::vector<std::unique_ptr<Connection>>> open_connections() const;
 
+  // The time the engine reads (system_time() unless attached with another).
+  const TimeSource& time() const { return *time_; }
+
   FailedIds& failed_ids() { return failed_ids_; }
   const FailedIds& failed_ids() const { return failed_ids_; }
 
  private:
   Cluster(ComputeConfig config, const Logger& logger) : config_(std::move(config)), logger_(logger) {}
   Status rebuild_placement(uint32_t replicas, uint32_t shards);
+  // The checks and set-up shared by connect() and attach(), once nodes_ is set.
+  Status adopt_nodes();
 
   ComputeConfig config_;
   Logger logger_;
@@ -104,6 +121,8 @@ class Cluster {
   std::vector<std::unique_ptr<Connection>> bootstrap_;
   std::vector<Connection*> bootstrap_raw_;
   FailedIds failed_ids_;
+  ConnectionFactory open_;  // attach() only
+  const TimeSource* time_ = &system_time();
 };
 
 }  // namespace pandora

@@ -48,56 +48,75 @@ Worker::Worker(Cluster& cluster, uint32_t thread_index, uint32_t coordinators, u
   }
 }
 
-Worker::~Worker() = default;
+Worker::~Worker() { stop(); }
 
-void Worker::run(const Task& task) {
+void Worker::start(const Task& task) {
+  stop();
+  task_ = task;
   const size_t n = coordinators_.size();
-  std::vector<std::unique_ptr<Coroutine>> coros;
-  std::vector<uint32_t> ready;
-  ready.reserve(n);
+  ready_.clear();
+  ready_.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     Coordinator& c = *coordinators_[i];
-    coros.push_back(std::make_unique<Coroutine>(kStackBytes, [&c, &task](Coroutine&) {
-      task(c);
+    coros_.push_back(std::make_unique<Coroutine>(kStackBytes, [&c, this](Coroutine&) {
+      task_(c);
       // A task may return with operations in flight (e.g. posted after an
       // abort); drain them so the next run starts clean.
       c.ops().wait_all();
     }));
-    c.coroutine_ = coros.back().get();
-    ready.push_back(static_cast<uint32_t>(i));
+    c.coroutine_ = coros_.back().get();
+    ready_.push_back(static_cast<uint32_t>(i));
   }
-  // Coordinators must not point at coroutines that die with this frame.
-  struct Detach {
-    std::vector<std::unique_ptr<Coordinator>>& cs;
-    ~Detach() {
-      for (auto& c : cs) c->coroutine_ = nullptr;
-    }
-  } detach{coordinators_};
-  size_t live = n;
+  live_ = n;
+}
+
+size_t Worker::step() {
+  size_t progress = 0;
+  for (uint32_t i : ready_) {
+    Coroutine& co = *coros_[i];
+    ++progress;
+    co.resume();  // rethrows what the task threw
+    if (co.finished()) --live_;
+  }
+  ready_.clear();
+  if (live_ == 0) return progress;
+  ready_.swap(yielded_);  // yielded coordinators run again next round
+  progress += ready_.size();
   std::array<Completion, 64> comps;
-  int idle = 0;
-  while (live > 0) {
-    for (uint32_t i : ready) {
-      Coroutine& co = *coros[i];
-      co.resume();  // rethrows what the task threw
-      if (co.finished()) --live;
-    }
-    ready.clear();
-    if (live == 0) break;
-    ready.swap(yielded_);  // yielded coordinators run again next round
-    size_t got = ready.size();
-    for (Connection* conn : raw_) {
-      if (conn->outstanding() == 0) continue;
-      const size_t k = conn->poll(comps);
-      got += k;
-      for (size_t j = 0; j < k; ++j) {
-        const auto slot = static_cast<uint32_t>(comps[j].wr_id >> 32);
-        if (slot < n && coordinators_[slot]->ops().complete(comps[j]) && !coros[slot]->finished()) {
-          ready.push_back(slot);
-        }
+  const size_t n = coordinators_.size();
+  for (Connection* conn : raw_) {
+    if (conn->outstanding() == 0) continue;
+    const size_t k = conn->poll(comps);
+    progress += k;
+    for (size_t j = 0; j < k; ++j) {
+      const auto slot = static_cast<uint32_t>(comps[j].wr_id >> 32);
+      if (slot < n && coordinators_[slot]->ops().complete(comps[j]) && !coros_[slot]->finished()) {
+        ready_.push_back(slot);
       }
     }
-    if (got > 0) {
+  }
+  return progress;
+}
+
+void Worker::stop() {
+  // Unwinds unfinished coroutines (~Coroutine) while their coordinators
+  // exist; coordinators must not point at coroutines that are gone.
+  coros_.clear();
+  for (auto& c : coordinators_) c->coroutine_ = nullptr;
+  ready_.clear();
+  yielded_.clear();
+  live_ = 0;
+}
+
+void Worker::run(const Task& task) {
+  start(task);
+  struct StopAtExit {
+    Worker& w;
+    ~StopAtExit() { w.stop(); }
+  } stop_at_exit{*this};
+  int idle = 0;
+  while (running()) {
+    if (step() > 0) {
       idle = 0;
     } else if (++idle >= kSpinsBeforeYield) {
       idle = 0;

@@ -80,8 +80,28 @@ class Worker {
 
   // Runs `task` on every coordinator (each in its own coroutine) on the
   // calling thread until all of them returned. An exception escaping a task
-  // ends the run and is rethrown here.
+  // ends the run and is rethrown here. run() is start() and step() until
+  // nothing runs, spinning (then yielding the core) while no completion
+  // arrives.
   void run(const Task& task);
+
+  // The same run, one round at a time, for a caller that interleaves many
+  // workers on one thread and decides itself when each makes progress (the
+  // deterministic simulation, testing/sim). start() creates the
+  // coordinators' coroutines (none runs yet); each step() resumes every
+  // coordinator that can run, then polls the connections and routes the
+  // completions. step() returns how many coordinators it resumed plus
+  // completions it routed (0: nothing happened); it rethrows what a task
+  // threw. A run abandoned before every task returned (a simulated crash)
+  // is cancelled by stop() or the destructor: each unfinished coroutine is
+  // unwound without running further.
+  void start(const Task& task);
+  size_t step();
+  bool running() const { return live_ > 0; }
+  // A coordinator is ready to run at the next step() (its operations
+  // completed, or it yielded).
+  bool has_runnable() const { return !ready_.empty() || !yielded_.empty(); }
+  void stop();
 
   Cluster& cluster() { return cluster_; }
   uint32_t thread_index() const { return thread_index_; }
@@ -99,6 +119,12 @@ class Worker {
   AddressCache cache_;
   std::vector<std::unique_ptr<Coordinator>> coordinators_;
   std::vector<uint32_t> yielded_;  // slots that called yield(): run again next round
+  // The current run (start() .. stop()); declared after coordinators_ so a
+  // cancelled coroutine unwinds while its coordinator still exists.
+  Task task_;
+  std::vector<std::unique_ptr<Coroutine>> coros_;
+  std::vector<uint32_t> ready_;
+  size_t live_ = 0;
 };
 
 class Scheduler {

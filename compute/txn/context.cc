@@ -1,7 +1,5 @@
 #include "compute/txn/context.h"
 
-#include <chrono>
-
 #include "compute/txn/mutations.h"
 #include "compute/txn/protocol.h"
 
@@ -27,9 +25,7 @@ TxnContext::TxnContext(Cluster& cluster_, RemoteOps& ops_, AddressCache& cache_,
   ford_cursor.assign(cluster.node_count(), 0);
   // lane_seq must increase across restarts of a coordinator too; the wall
   // clock in ns is far ahead of any count of records written before.
-  lane_seq = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count());
+  lane_seq = cluster.time().realtime_ns();
 }
 
 }  // namespace pandora::txn

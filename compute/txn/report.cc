@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <ctime>
 
 namespace pandora {
 
@@ -18,12 +17,6 @@ namespace txn {
 
 namespace {
 
-uint64_t realtime_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ULL + static_cast<uint64_t>(ts.tv_nsec);
-}
-
 // First 8 bytes of a value, little-endian (shorter values zero-extended).
 uint64_t prefix8(const std::vector<uint8_t>& v) {
   uint64_t x = 0;
@@ -37,7 +30,7 @@ void emit_trace(TxnContext& ctx, bool committed, AbortReason r) {
   trace.coordinator = ctx.coordinator;
   trace.seq = ctx.seq;
   trace.begin_ns = ctx.acct.begin_ns;
-  trace.end_ns = realtime_ns();
+  trace.end_ns = ctx.cluster.time().realtime_ns();
   trace.committed = committed;
   trace.reason = r;
   trace.items.reserve(ctx.items.size());
@@ -90,7 +83,7 @@ void emit_trace(TxnContext& ctx, bool committed, AbortReason r) {
 
 void start_accounting(TxnContext& ctx) {
   ctx.acct.start_ops = ctx.ops.counters();
-  if (ctx.acct.observer) ctx.acct.begin_ns = realtime_ns();
+  if (ctx.acct.observer) ctx.acct.begin_ns = ctx.cluster.time().realtime_ns();
 }
 
 void account_finish(TxnContext& ctx, bool committed, AbortReason r) {
