@@ -29,15 +29,17 @@ constexpr uint64_t kClusterId = 0x51a1;
 constexpr uint32_t kLaneBytes = 2048;
 constexpr uint32_t kShards = 64;
 constexpr uint16_t kLoaderPid = 1;
-// Lanes for every pid a run can start (compute nodes, their replacements,
-// recovery leaders, the checker), each with a slot of its own.
-constexpr uint32_t kMaxPids = 256;
+// Lane slots (ARCHITECTURE.md 5: slots are not pids): every node holds one
+// of coordinators + 1 lanes while it lives; a dead node's slot is reused
+// once recovery truncated it, as the registry does.
+constexpr uint32_t kSlots = 48;
 
 enum class Role : uint8_t { kCompute, kLeader, kChecker };
 
 struct Node {
   uint16_t pid = 0;
   Role role = Role::kCompute;
+  LaneSlot slot;  // its log lanes (what recovery reads)
   std::vector<SimConnection*> conns;  // every connection the node opened (bootstrap and worker)
   std::unique_ptr<Cluster> cluster;
   std::unique_ptr<Worker> worker;
@@ -80,15 +82,14 @@ class World {
  private:
   static std::vector<SimNodeSpec> node_specs(const SimOptions& o) {
     std::vector<SimNodeSpec> out;
-    // Every pid gets a lane slot of coordinators + 1 lanes (config_for).
-    const uint64_t lanes = uint64_t{kMaxPids} * (o.coordinators + 1);
+    const uint64_t lanes = uint64_t{kSlots} * (o.coordinators + 1);
     for (uint32_t i = 0; i < o.memory_nodes; ++i) {
       out.push_back(SimNodeSpec{.node_id = i + 1, .table_bytes = 1 << 20, .log_bytes = lanes * kLaneBytes});
     }
     return out;
   }
   const InstanceSpec& spec_of(uint32_t inst) const { return kinds_[inst % kinds_.size()]; }
-  ComputeConfig config_for(uint16_t pid, uint32_t coordinators) const;
+  ComputeConfig config_for(uint16_t pid, uint32_t coordinators, LaneSlot slot) const;
   Result<Node*> add_node(Role role, uint32_t coordinators);
   Status setup();
   void start_compute_node();
@@ -104,6 +105,7 @@ class World {
   void faults();
   void crash(Node& n);
   void detect();
+  void release_fenced_nodes();
   bool step_once();
   void finish_history();
   uint64_t digest() const;
@@ -118,7 +120,7 @@ class World {
   std::vector<MemoryNodeInfo> infos_;
   history::InitialState loaded_;
   uint16_t next_pid_ = kLoaderPid;
-  uint32_t next_lane_ = 0;
+  std::vector<LaneSlot> free_slots_;
   std::vector<uint16_t> published_;
   // Crashed compute pids: (pid, event at which the detector notices).
   std::vector<std::pair<uint16_t, uint64_t>> undetected_;
@@ -131,7 +133,7 @@ class World {
   SimResult r_;
 };
 
-ComputeConfig World::config_for(uint16_t pid, uint32_t coordinators) const {
+ComputeConfig World::config_for(uint16_t pid, uint32_t coordinators, LaneSlot slot) const {
   ComputeConfig c;
   c.cluster_id = kClusterId;
   c.secret = "simulated";
@@ -149,18 +151,22 @@ ComputeConfig World::config_for(uint16_t pid, uint32_t coordinators) const {
   // Simulated time never runs out; a real-time deadline would make a slow
   // (sanitizer) run differ from a fast one.
   c.op_timeout = std::chrono::hours(24);
-  c.lane_slot = LaneSlot{next_lane_, coordinators + 1};
+  c.lane_slot = slot;
   return c;
 }
 
 Result<Node*> World::add_node(Role role, uint32_t coordinators) {
-  if (next_pid_ >= kMaxPids) return Status(Errc::kUnavailable, "the simulation ran out of pids (lanes)");
+  if (next_pid_ == UINT16_MAX) return Status(Errc::kUnavailable, "the simulation ran out of pids");
+  if (free_slots_.empty()) {
+    return Status(Errc::kUnavailable, fmt::format("all {} lane slots are held by live or unrecovered nodes", kSlots));
+  }
   auto node = std::make_unique<Node>();
   Node* n = node.get();
   n->pid = next_pid_++;
   n->role = role;
-  ComputeConfig cfg = config_for(n->pid, coordinators);
-  next_lane_ += cfg.lane_slot.count;
+  n->slot = free_slots_.back();
+  free_slots_.pop_back();
+  ComputeConfig cfg = config_for(n->pid, coordinators, n->slot);
   auto cluster = Cluster::attach(
       cfg, logger_, infos_,
       [this, n](size_t index) -> Result<std::unique_ptr<Connection>> {
@@ -184,6 +190,7 @@ Result<Node*> World::add_node(Role role, uint32_t coordinators) {
 }
 
 Status World::setup() {
+  for (uint32_t i = kSlots; i-- > 0;) free_slots_.push_back(LaneSlot{i * (o_.coordinators + 1), o_.coordinators + 1});
   for (size_t i = 0; i < net_.node_count(); ++i) {
     infos_.push_back(MemoryNodeInfo{Endpoint{"127.0.0.1", static_cast<uint16_t>(1 + i)}, net_.region_info(i)});
   }
@@ -326,7 +333,7 @@ void World::leader_task(Node& node, Coordinator& co) {
   net_.fence(dead);
   for (uint16_t l : dead_leaders_) net_.fence(l);
   const auto conns = cluster.bootstrap_connections();
-  const LaneSlot slot = nodes_[dead - kLoaderPid]->cluster->lane_slot();
+  const LaneSlot slot = nodes_[dead - kLoaderPid]->slot;
   auto report = recover_logs(cluster, conns, dead, slot, logger_);
   if (!report) {
     violation(fmt::format("recovery of pid {}: {}", dead, report.status().to_string()));
@@ -435,6 +442,23 @@ void World::faults() {
   }
 }
 
+// A dead node whose pid is fenced can do nothing any more: nothing it sent
+// lands, and it runs no more. Freeing it (its coroutines are unwound) keeps
+// every event's cost independent of how many nodes died before.
+void World::release_fenced_nodes() {
+  for (auto& n : nodes_) {
+    const bool done = n->role == Role::kLeader && n->finished;
+    if (!n->worker || (!done && (n->alive || !net_.fenced(n->pid)))) continue;
+    n->worker->stop();
+    n->worker.reset();
+    n->conns.clear();
+    n->cluster.reset();
+    // Its lanes were truncated (a compute node's by its recovery; a
+    // leader's hold nothing: its transactions only read).
+    free_slots_.push_back(n->slot);
+  }
+}
+
 void World::detect() {
   for (size_t i = 0; i < undetected_.size();) {
     if (r_.events >= undetected_[i].second) {
@@ -446,7 +470,9 @@ void World::detect() {
   }
   if (leader_ && leader_->finished) {
     ++r_.recoveries;
+    leader_->alive = false;
     leader_ = nullptr;
+    release_fenced_nodes();
     to_recover_.erase(to_recover_.begin());
     if (!stopping_) start_compute_node();  // the replacement
   }
