@@ -29,9 +29,9 @@
 // Test builds (PANDORA_BUG_SWITCHES) apply the bug switches of
 // compute_config.h as plan mutations (compute/txn/mutations.h).
 //
-// Test hooks: set_crash_injector() attaches crash points
-// (compute/crash_points.h; a null check when detached, and with an armed
-// injector multi-target steps are posted one target at a time);
+// Test hooks: set_step_hook() attaches a StepHook told of every completed
+// step (compute/step_hook.h: crash injection, simulation; a null check when
+// detached);
 // set_observer() receives a TxnTrace (compute/txn_trace.h) of every
 // transaction at commit or abort (built only while attached).
 #pragma once
@@ -42,7 +42,7 @@
 #include "common/latch.h"
 #include "compute/address_cache.h"
 #include "compute/cluster.h"
-#include "compute/crash_points.h"
+#include "compute/step_hook.h"
 #include "compute/remote_ops.h"
 #include "compute/txn.h"
 #include "compute/txn/context.h"
@@ -83,8 +83,8 @@ class TxnEngine final : public Txn {
   // Receives a TxnTrace of every transaction that ends (commit or abort)
   // from now on; null detaches. The trace is only built while attached.
   void set_observer(TxnObserver* observer) { ctx_.acct.observer = observer; }
-  // Crash points (compute/crash_points.h); null detaches. Not owned.
-  void set_crash_injector(CrashInjector* crash) { ctx_.crash_injector = crash; }
+  // Told of every completed step (compute/step_hook.h); null detaches. Not owned.
+  void set_step_hook(StepHook* hook) { ctx_.step_hook = hook; }
 
   // This coordinator left state only recovery can clean up - a logged
   // transaction undecided after a transport failure, a latch CAS whose

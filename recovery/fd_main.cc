@@ -14,7 +14,7 @@
 #include "common/endpoint.h"
 #include "common/options.h"
 #include "common/secret.h"
-#include "compute/crash_points.h"
+#include "compute/step_hook.h"
 #include "recovery/fd_replica.h"
 
 namespace {

@@ -20,6 +20,7 @@
 #include "recovery/recovery_coordinator.h"
 #include "recovery/recycler.h"
 #include "recovery/registry.h"
+#include "testing/crash_injector.h"
 
 namespace pandora {
 

@@ -24,7 +24,7 @@
 #include "common/status.h"
 #include "common/transport/client.h"
 #include "common/zk/zk_client.h"
-#include "compute/crash_points.h"
+#include "compute/step_hook.h"
 
 namespace pandora {
 

@@ -34,7 +34,7 @@ std::vector<size_t> live_nodes(const Cluster& cluster, std::span<Connection* con
 }  // namespace
 
 Result<LogRecoveryReport> recover_ford_logs(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
-                                            const LaneSlot& slot, const Logger& logger, CrashInjector* crash) {
+                                            const LaneSlot& slot, const Logger& logger, StepHook* crash) {
   const std::vector<size_t> nodes = live_nodes(cluster, conns);
   if (nodes.empty()) return Status(Errc::kDisconnected, "no memory node is reachable");
   const uint32_t lane_bytes = cluster.lanes().lane_bytes();
@@ -77,7 +77,7 @@ Result<LogRecoveryReport> recover_ford_logs(const Cluster& cluster, std::span<Co
 }
 
 Status truncate_ford_lanes(const Cluster& cluster, std::span<Connection* const> conns, const LaneSlot& slot,
-                           CrashInjector* crash) {
+                           StepHook* crash) {
   hit(crash, CrashPoint::kBeforeTruncate);
   if (Status s = zero_lane_heads(cluster, conns, slot, live_nodes(cluster, conns)); !s) return s;
   hit(crash, CrashPoint::kAfterTruncate);
@@ -85,7 +85,7 @@ Status truncate_ford_lanes(const Cluster& cluster, std::span<Connection* const> 
 }
 
 Result<LatchScanReport> release_all_latches(const Cluster& cluster, std::span<Connection* const> conns,
-                                            const Logger& logger, CrashInjector* crash) {
+                                            const Logger& logger, StepHook* crash) {
   hit(crash, CrashPoint::kBeforeSweep);
   auto report = release_latches_where(cluster, conns, [](uint64_t) { return true; }, logger);
   if (report) hit(crash, CrashPoint::kAfterSweep);

@@ -43,7 +43,7 @@
 #include "common/status.h"
 #include "common/transport/transport.h"
 #include "compute/cluster.h"
-#include "compute/crash_points.h"
+#include "compute/step_hook.h"
 #include "recovery/latch_scan.h"
 #include "recovery/log_recovery.h"
 
@@ -54,11 +54,11 @@ namespace pandora {
 // `slot`: the lanes the pid wrote (its leased slot, or LaneMap::fixed_slot).
 Result<LogRecoveryReport> recover_ford_logs(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
                                             const LaneSlot& slot, const Logger& logger,
-                                            CrashInjector* crash = nullptr);
+                                            StepHook* crash = nullptr);
 
 // Zeroes the head of each lane of `slot` on every live node.
 Status truncate_ford_lanes(const Cluster& cluster, std::span<Connection* const> conns, const LaneSlot& slot,
-                           CrashInjector* crash = nullptr);
+                           StepHook* crash = nullptr);
 
 
 // Reads every slot of every table on every live node and releases (CAS to
@@ -66,6 +66,6 @@ Status truncate_ford_lanes(const Cluster& cluster, std::span<Connection* const> 
 // Logs progress at info level per node. Crash points kBeforeSweep and
 // kAfterSweep bracket it.
 Result<LatchScanReport> release_all_latches(const Cluster& cluster, std::span<Connection* const> conns,
-                                            const Logger& logger, CrashInjector* crash = nullptr);
+                                            const Logger& logger, StepHook* crash = nullptr);
 
 }  // namespace pandora

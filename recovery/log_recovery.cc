@@ -39,7 +39,7 @@ bool record_matches_directory(const Cluster& cluster, const LogRecord& r) {
 }  // namespace
 
 Status decide_and_repair(const Cluster& cluster, std::span<Connection* const> conns, const LogRecord& rec,
-                         LogRecoveryReport& report, const Logger& logger, CrashInjector* crash) {
+                         LogRecoveryReport& report, const Logger& logger, StepHook* crash) {
   ++report.records;
   const uint16_t pid = latch_pid(rec.txn_id);
   if (!record_matches_directory(cluster, rec)) {
@@ -99,7 +99,7 @@ Status decide_and_repair(const Cluster& cluster, std::span<Connection* const> co
       }
       batch.write(p.node, e.slot_offset + kSlotVersionOffset, b.data(), static_cast<uint32_t>(b.size()));
       ++report.replicas_restored;
-      if (crash && crash->armed()) {
+      if (crash && crash->single_steps()) {
         // One replica at a time: a recovery leader may die between them.
         if (Status s = batch.run(); !s) return Status(s.code(), "rolling back: " + s.message());
         batch.clear();
@@ -107,7 +107,7 @@ Status decide_and_repair(const Cluster& cluster, std::span<Connection* const> co
       }
     }
     if (Status s = batch.run(); !s) return Status(s.code(), "rolling back: " + s.message());
-    if (!(crash && crash->armed())) hit(crash, CrashPoint::kRecoveryAfterRollback);
+    if (!(crash && crash->single_steps())) hit(crash, CrashPoint::kRecoveryAfterRollback);
   }
   for (const Probe& p : probes) {
     LatchSite site{p.node, rec.entries[p.entry].slot_offset};
@@ -121,7 +121,7 @@ Status decide_and_repair(const Cluster& cluster, std::span<Connection* const> co
 }
 
 Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
-                                       const LaneSlot& slot, const Logger& logger, CrashInjector* crash) {
+                                       const LaneSlot& slot, const Logger& logger, StepHook* crash) {
   LogRecoveryReport report;
   const uint32_t lane_bytes = cluster.lanes().lane_bytes();
 
@@ -217,7 +217,7 @@ Status zero_lane_heads(const Cluster& cluster, std::span<Connection* const> conn
 }
 
 Status truncate_lanes(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
-                      const LaneSlot& slot, CrashInjector* crash) {
+                      const LaneSlot& slot, StepHook* crash) {
   hit(crash, CrashPoint::kBeforeTruncate);
   if (Status s = zero_lane_heads(cluster, conns, slot, cluster.log_node_indexes(pid)); !s) return s;
   hit(crash, CrashPoint::kAfterTruncate);
@@ -225,7 +225,7 @@ Status truncate_lanes(const Cluster& cluster, std::span<Connection* const> conns
 }
 
 Result<uint32_t> sweep_stray_latches(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
-                                     std::span<const LatchSite> sites, CrashInjector* crash) {
+                                     std::span<const LatchSite> sites, StepHook* crash) {
   hit(crash, CrashPoint::kBeforeSweep);
   std::vector<uint64_t> words(sites.size(), 0);
   OpBatch batch(conns, batch_timeout(cluster));

@@ -46,7 +46,7 @@
 #include "common/status.h"
 #include "common/transport/transport.h"
 #include "compute/cluster.h"
-#include "compute/crash_points.h"
+#include "compute/step_hook.h"
 
 namespace pandora {
 
@@ -68,17 +68,17 @@ struct LogRecoveryReport {
 };
 
 // `crash` (optional, not owned): crash points of the recovery coordinator
-// itself (compute/crash_points.h); with an armed injector the roll-back
+// itself (compute/step_hook.h); with single steps asked for, the roll-back
 // WRITEs are issued one at a time so it can stop between any two of them.
 Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
-                                       const LaneSlot& slot, const Logger& logger, CrashInjector* crash = nullptr);
+                                       const LaneSlot& slot, const Logger& logger, StepHook* crash = nullptr);
 
 // The decision and repair of step 3 for one logged transaction (every
 // entry of `rec`), as described above; adds to `report`. recover_logs calls
 // it per record; FORD's recovery (ford_recovery.h) per transaction after
 // merging that transaction's per-object records.
 Status decide_and_repair(const Cluster& cluster, std::span<Connection* const> conns, const LogRecord& rec,
-                         LogRecoveryReport& report, const Logger& logger, CrashInjector* crash = nullptr);
+                         LogRecoveryReport& report, const Logger& logger, StepHook* crash = nullptr);
 
 // Reads every lane of `slot` (slot.count x lane_bytes) on each of `nodes`:
 // result[k] holds node nodes[k]'s lanes back to back.
@@ -95,10 +95,10 @@ Status zero_lane_heads(const Cluster& cluster, std::span<Connection* const> conn
 // After it the slot may be leased to another compute node, and a re-run of
 // the recovery finds neither records nor intents.
 Status truncate_lanes(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
-                      const LaneSlot& slot, CrashInjector* crash = nullptr);
+                      const LaneSlot& slot, StepHook* crash = nullptr);
 
 // Returns how many latches were released.
 Result<uint32_t> sweep_stray_latches(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
-                                     std::span<const LatchSite> sites, CrashInjector* crash = nullptr);
+                                     std::span<const LatchSite> sites, StepHook* crash = nullptr);
 
 }  // namespace pandora

@@ -21,7 +21,7 @@ uint64_t us_since(Clock::time_point t) {
 }  // namespace
 
 RecoveryCoordinator::RecoveryCoordinator(Registry& registry, Cluster& cluster, RecoveryCoordinatorOptions options,
-                                         const Logger& logger, FailedPusher push, CrashInjector* crash)
+                                         const Logger& logger, FailedPusher push, StepHook* crash)
     : registry_(registry),
       cluster_(cluster),
       options_(std::move(options)),

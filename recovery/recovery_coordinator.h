@@ -43,7 +43,7 @@
 #include "common/status.h"
 #include "common/transport/client.h"
 #include "compute/cluster.h"
-#include "compute/crash_points.h"
+#include "compute/step_hook.h"
 #include "recovery/registry.h"
 
 namespace pandora {
@@ -99,7 +99,7 @@ class RecoveryCoordinator {
   // `cluster`: this leader's view, connected with its own (kFd) pid, the
   // table directory loaded. `crash` (optional): the recovery crash points.
   RecoveryCoordinator(Registry& registry, Cluster& cluster, RecoveryCoordinatorOptions options, const Logger& logger,
-                      FailedPusher push, CrashInjector* crash = nullptr);
+                      FailedPusher push, StepHook* crash = nullptr);
 
   // All steps for `pid`. `detected_ns`: CLOCK_REALTIME when the majority
   // was reached (0 for a recovery run by hand). Returns the final record.
@@ -133,7 +133,7 @@ class RecoveryCoordinator {
   Result<RecoveryRecord> recover_from_fence(uint16_t pid, RecoveryRecord rec);
 
   FailedPusher push_;
-  CrashInjector* crash_;
+  StepHook* crash_;
   uint64_t pause_epoch_ = 0;
 };
 

@@ -7,7 +7,7 @@
 
 #include "common/transport/transport.h"
 #include "compute/cluster.h"
-#include "compute/crash_points.h"
+#include "compute/step_hook.h"
 
 namespace pandora::recovery_ops {
 
@@ -19,7 +19,7 @@ inline Connection* live(std::span<Connection* const> conns, size_t i) {
 // Recovery batches may carry many ops: a generous multiple of the op timeout.
 inline std::chrono::milliseconds batch_timeout(const Cluster& c) { return c.config().op_timeout * 4; }
 
-inline void hit(CrashInjector* crash, CrashPoint p) {
+inline void hit(StepHook* crash, CrashPoint p) {
   if (crash) crash->hit(p);
 }
 

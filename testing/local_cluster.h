@@ -20,7 +20,7 @@
 //  - Each child's stdout and stderr go to <dir>/<name>.log (read with
 //    Child::output()); everything lives in one private temporary directory
 //    removed by the destructor.
-//  - Children run with PMEM_IS_PMEM_FORCE=1 (memory/local_memd.h).
+//  - Children run with PMEM_IS_PMEM_FORCE=1 (testing/local_memd.h).
 //
 // Not thread-safe: use one object from the test's thread.
 #pragma once
@@ -36,7 +36,7 @@
 
 #include "common/status.h"
 #include "common/zk/zk_client.h"
-#include "memory/local_memd.h"
+#include "testing/local_memd.h"
 #include "testing/zk_ensemble.h"
 
 namespace pandora::testing {

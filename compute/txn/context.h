@@ -16,7 +16,7 @@
 #include "common/latch_intent.h"
 #include "compute/address_cache.h"
 #include "compute/cluster.h"
-#include "compute/crash_points.h"
+#include "compute/step_hook.h"
 #include "compute/remote_ops.h"
 #include "compute/txn.h"
 #include "compute/txn/counters.h"
@@ -118,7 +118,7 @@ struct TxnContext {
   bool undecided = false;
 
   TxnAccounting acct;
-  CrashInjector* crash_injector = nullptr;
+  StepHook* step_hook = nullptr;
 
   // The transaction's id in log records and intents (the pandora latch word,
   // also in ford mode).
@@ -130,13 +130,13 @@ struct TxnContext {
     const uint16_t owner = latch_pid(latch);
     return owner == 0 || !cluster.failed_ids().contains(owner);
   }
-  // Crash-point hook: a null check when no injector is attached.
+  // The step hook: a null check when none is attached.
   void crash(CrashPoint p) {
-    if (crash_injector) crash_injector->hit(p);
+    if (step_hook) step_hook->hit(p);
   }
-  // Post multi-target steps one target at a time (an armed injector can
+  // Post multi-target steps one target at a time (a crash injector can
   // then stop the node between any two of them).
-  bool stepwise() const { return crash_injector && crash_injector->armed(); }
+  bool stepwise() const { return step_hook && step_hook->single_steps(); }
   // Every operation posted so far completed without error.
   bool all_ok() const { return ops.first_error() == Errc::kOk; }
 };

@@ -19,7 +19,7 @@
 #include "compute/blocking_client.h"
 #include "compute/loader.h"
 #include "compute/scheduler.h"
-#include "litmus/history/history.h"
+#include "compute/trace/history.h"
 
 namespace pandora::litmus {
 
@@ -40,7 +40,7 @@ bool applicable(CrashPoint p, ProtocolMode mode, bool recovery) {
 namespace {
 
 // The daemons a run starts when no --memory-nodes are given (regions on
-// /dev/shm, see memory/local_memd.h).
+// /dev/shm, see testing/local_memd.h).
 LocalMemdOptions local_memd_options(const std::string& binary, uint64_t log_size) {
   LocalMemdOptions o;
   o.binary = binary;
@@ -202,7 +202,7 @@ int Driver::child_main(size_t slot, uint16_t pid) {
   for (size_t w = 0; w < (*sched)->thread_count(); ++w) {
     Worker& worker = (*sched)->worker(w);
     for (size_t k = 0; k < worker.coordinator_count(); ++k) {
-      worker.coordinator(k).engine().set_crash_injector(&inj);
+      worker.coordinator(k).engine().set_step_hook(&inj);
       worker.coordinator(k).engine().set_observer(observer);
     }
   }

@@ -48,7 +48,7 @@
 #include "common/status.h"
 #include "compute/compute_config.h"
 #include "litmus/driver/shared_page.h"
-#include "memory/local_memd.h"
+#include "testing/local_memd.h"
 #include "recovery/membership.h"
 #include "testing/zk_ensemble.h"
 

@@ -17,7 +17,7 @@
 #include <new>
 
 #include "common/failed_ids.h"
-#include "compute/crash_points.h"
+#include "compute/step_hook.h"
 
 namespace pandora::litmus {
 

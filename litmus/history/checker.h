@@ -101,8 +101,8 @@
 
 #include "compute/txn_trace.h"
 #include "litmus/history/dsg.h"
-#include "litmus/history/history.h"
-#include "litmus/history/initial_state.h"
+#include "compute/trace/history.h"
+#include "compute/trace/initial_state.h"
 
 namespace pandora::history {
 

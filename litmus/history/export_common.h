@@ -54,7 +54,7 @@
 
 #include "common/status.h"
 #include "compute/txn_trace.h"
-#include "litmus/history/history.h"
+#include "compute/trace/history.h"
 
 namespace pandora::history {
 

@@ -6,7 +6,7 @@
 #include <tuple>
 
 #include "litmus/history/export_common.h"
-#include "litmus/history/json.h"
+#include "compute/trace/json.h"
 
 namespace pandora::history {
 namespace {

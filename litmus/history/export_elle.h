@@ -43,7 +43,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "litmus/history/history.h"
+#include "compute/trace/history.h"
 
 namespace pandora::history {
 

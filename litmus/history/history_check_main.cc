@@ -17,7 +17,7 @@
 #include "litmus/history/checker.h"
 #include "litmus/history/export_dbcop.h"
 #include "litmus/history/export_elle.h"
-#include "litmus/history/history.h"
+#include "compute/trace/history.h"
 #include "litmus/history/report.h"
 
 namespace {

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "litmus/history/history.h"
-#include "litmus/history/json.h"
+#include "compute/trace/history.h"
+#include "compute/trace/json.h"
 
 namespace pandora::history {
 namespace {

@@ -36,6 +36,20 @@ constexpr uint32_t kSlots = 48;
 
 enum class Role : uint8_t { kCompute, kLeader, kChecker };
 
+class World;
+
+// Crashes its node at a completed step with the run's probability.
+class CrashAtStep final : public StepHook {
+ public:
+  CrashAtStep(World& w, struct Node& n) : world_(w), node_(n) {}
+  void hit(CrashPoint p) override;
+  bool single_steps() const override { return false; }  // batches land in part anyway
+
+ private:
+  World& world_;
+  struct Node& node_;
+};
+
 struct Node {
   uint16_t pid = 0;
   Role role = Role::kCompute;
@@ -48,6 +62,7 @@ struct Node {
   uint64_t doom_at = 0;         // a broken link: crash at this event (0: no)
   uint16_t recovering = 0;      // kLeader: the dead pid
   bool finished = false;        // kLeader: recovery complete
+  std::unique_ptr<CrashAtStep> hook;
 };
 
 // Collects every transaction that reports an outcome, in order.
@@ -78,6 +93,8 @@ class World {
         sink_(traces_) {}
 
   SimResult run();
+  // A node hit a completed step (CrashAtStep).
+  void step_hit(Node& n);
 
  private:
   static std::vector<SimNodeSpec> node_specs(const SimOptions& o) {
@@ -183,7 +200,11 @@ Result<Node*> World::add_node(Role role, uint32_t coordinators) {
     auto conns = n->cluster->open_connections();
     if (!conns) return conns.status();
     n->worker = std::make_unique<Worker>(*n->cluster, 0, coordinators, 0, std::move(*conns));
-    for (size_t k = 0; k < n->worker->coordinator_count(); ++k) n->worker->coordinator(k).engine().set_observer(&sink_);
+    n->hook = std::make_unique<CrashAtStep>(*this, *n);
+    for (size_t k = 0; k < n->worker->coordinator_count(); ++k) {
+      n->worker->coordinator(k).engine().set_observer(&sink_);
+      if (role != Role::kChecker) n->worker->coordinator(k).engine().set_step_hook(n->hook.get());
+    }
   }
   nodes_.push_back(std::move(node));
   return n;
@@ -248,6 +269,17 @@ void World::start_checker() {
   }
   checker_ = *n;
   checker_->worker->start([this](Coordinator& co) { checker_task(co); });
+}
+
+void CrashAtStep::hit(CrashPoint) { world_.step_hit(node_); }
+
+// The node stops at its next remote operation: what it posts from now on
+// never leaves it (SimNetwork::crash).
+void World::step_hit(Node& n) {
+  if (!n.alive || stopping_ || !net_.rng().chance(o_.step_crash_probability)) return;
+  if (n.role == Role::kCompute && r_.crashes + r_.disconnects >= o_.max_crashes) return;
+  if (n.role == Role::kCompute) ++r_.step_crashes;
+  crash(n);
 }
 
 void World::violation(std::string what) {
@@ -334,12 +366,12 @@ void World::leader_task(Node& node, Coordinator& co) {
   for (uint16_t l : dead_leaders_) net_.fence(l);
   const auto conns = cluster.bootstrap_connections();
   const LaneSlot slot = nodes_[dead - kLoaderPid]->slot;
-  auto report = recover_logs(cluster, conns, dead, slot, logger_);
+  auto report = recover_logs(cluster, conns, dead, slot, logger_, node.hook.get());
   if (!report) {
     violation(fmt::format("recovery of pid {}: {}", dead, report.status().to_string()));
     return;
   }
-  if (Status s = truncate_lanes(cluster, conns, dead, slot); !s) {
+  if (Status s = truncate_lanes(cluster, conns, dead, slot, node.hook.get()); !s) {
     violation(fmt::format("truncating pid {}'s lanes: {}", dead, s.to_string()));
     return;
   }
@@ -371,7 +403,7 @@ void World::leader_task(Node& node, Coordinator& co) {
   for (auto& n : nodes_) {
     if (n->alive && n->cluster) n->cluster->failed_ids().add(dead);
   }
-  auto swept = sweep_stray_latches(cluster, conns, dead, report->latch_sites);
+  auto swept = sweep_stray_latches(cluster, conns, dead, report->latch_sites, node.hook.get());
   if (!swept) {
     violation(fmt::format("sweeping pid {}'s latches: {}", dead, swept.status().to_string()));
     return;

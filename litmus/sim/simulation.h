@@ -22,7 +22,8 @@
 //    crashed a little later, as a node whose link broke must be restarted),
 //    or crash the recovery leader (`leader_crash_probability`). Crashes fall
 //    between any two operations, so a batch sent to several memory nodes
-//    lands in part.
+//    lands in part. Nodes also crash at completed protocol steps
+//    (`step_crash_probability`, through compute/step_hook.h).
 //  * A crashed pid is detected after a random delay; a recovery leader (a
 //    simulated node with its own pid) fences it everywhere, runs
 //    recover_logs and truncate_lanes, asserts the instances its logs named,
@@ -66,6 +67,11 @@ struct SimOptions {
   double crash_probability = 1.0 / 4000;
   double disconnect_probability = 1.0 / 20000;
   double leader_crash_probability = 1.0 / 300;
+  // Per completed step (compute/step_hook.h: after a latch CAS, a log
+  // WRITE, validation, ...) of a compute node or leader: crash it right
+  // there. Complements the per-event crashes with the protocol's own
+  // boundaries, the way the litmus driver's crash points do.
+  double step_crash_probability = 1.0 / 2000;
   uint32_t max_crashes = 6;      // compute-node crashes and disconnects per run
   uint32_t detect_delay = 400;   // events until a crash is detected: uniform in [1, N]
   uint64_t max_events = 5'000'000;
@@ -82,6 +88,7 @@ struct SimResult {
   uint64_t crashes = 0;          // compute nodes crashed (by the scheduler or after a broken link)
   uint64_t crashes_in_flight = 0;  // ... with operations sent and not landed
   uint64_t crashes_mid_batch = 0;  // ... with operations in flight to two or more memory nodes
+  uint64_t step_crashes = 0;     // ... at a completed protocol step (step_crash_probability)
   uint64_t disconnects = 0;
   uint64_t halts = 0;            // coordinators that halted (their node needs recovery)
   uint64_t recoveries = 0;       // pids recovered

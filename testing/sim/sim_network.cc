@@ -69,6 +69,7 @@ void SimNetwork::crash(uint16_t pid) {
   for (SimConnection* c : conns_) {
     if (c->pid_ != pid) continue;
     c->crashed_ = true;
+    c->lost_ = c->unflushed_.size() + c->inflight_.size() + c->done_.size();
     // The machine stops: what was already on the wire (a prefix of each
     // connection's queue, of the scheduler's choosing) may still land; the
     // rest never leaves the NIC.
@@ -148,7 +149,12 @@ void SimConnection::detach(Op& op) {
 }
 
 void SimConnection::post(const Op& op) {
-  if (crashed_) return;  // the process is gone; nothing leaves it
+  if (crashed_) {
+    // The process is gone; nothing leaves it, and nothing ever completes
+    // (code of a crashed node that still runs waits forever).
+    ++lost_;
+    return;
+  }
   if (health_ != Errc::kOk) {
     done_.push_back(Completion{op.wr_id, op.type, health_, 0});
     return;

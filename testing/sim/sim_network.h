@@ -160,7 +160,9 @@ class SimConnection final : public Connection {
   // and returns what completed meanwhile, possibly nothing. Never sleeps:
   // `timeout` is meaningless in simulated time.
   size_t wait(std::span<Completion> out, std::chrono::milliseconds timeout) override;
-  size_t outstanding() const override { return unflushed_.size() + inflight_.size() + done_.size(); }
+  size_t outstanding() const override {
+    return crashed_ ? lost_ : unflushed_.size() + inflight_.size() + done_.size();
+  }
   Errc health() const override { return health_; }
   uint64_t data_begin() const override;
   uint64_t data_end() const override;
@@ -205,6 +207,7 @@ class SimConnection final : public Connection {
   size_t node_;
   Errc health_ = Errc::kOk;
   bool crashed_ = false;
+  size_t lost_ = 0;  // after a crash: every operation posted, outstanding for ever
   std::deque<Op> unflushed_;
   std::deque<Op> inflight_;  // sent, will complete
   std::deque<Op> ghosts_;    // sent before a disconnect: may land, never complete

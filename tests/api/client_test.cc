@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "pandora/pandora.h"
-#include "memory/local_memd.h"
+#include "testing/local_memd.h"
 #include "tests/support/memd_process.h"
 
 namespace pandora {

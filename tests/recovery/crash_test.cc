@@ -15,7 +15,7 @@
 #include "common/log_record.h"
 #include "common/slot_layout.h"
 #include "compute/blocking_client.h"
-#include "compute/crash_points.h"
+#include "testing/crash_injector.h"
 #include "compute/loader.h"
 #include "recovery/log_recovery.h"
 #include "compute/op_batch.h"
@@ -297,7 +297,7 @@ TEST_P(CrashTest, SlotFreedOnABackupByAnUndecidedDeleteIsNotReused) {
     std::array<std::atomic<uint64_t>, kCrashPointCount> hits{};
     CrashInjector inj{CrashInjector::Counters(hits)};
     inj.arm_point(CrashPoint::kAfterCommitWrite, 2);
-    (*client)->engine().set_crash_injector(&inj);
+    (*client)->engine().set_step_hook(&inj);
     (*client)->transact([&](Txn& txn) {
       if (AbortReason r = txn.remove(kAccounts, kX); r != AbortReason::kNone) return r;
       auto v = txn.update(kAccounts, kY);
@@ -371,7 +371,7 @@ TEST(CrashTestTcp, TransportFailureAfterLoggingKeepsTheLatchesForRecovery) {
     CrashInjector inj;
     inj.set_fire_action([&](CrashPoint) { fence_everywhere(memds, pid); });
     inj.arm_point(mode == ProtocolMode::kFord ? CrashPoint::kAfterFordUndo : CrashPoint::kAfterLogWrite, 1);
-    (*client)->engine().set_crash_injector(&inj);
+    (*client)->engine().set_step_hook(&inj);
     const CommitOutcome o = (*client)->transact([&](Txn& t) {
       for (uint64_t k : {2, 3}) {
         auto v = t.update(kAccounts, k);

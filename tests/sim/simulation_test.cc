@@ -25,7 +25,8 @@ SimOptions crashy(ProtocolMode mode, std::string test) {
 // Clean runs over a fixed seed range: every run holds every check, and
 // together they did what a crash test must do - crashes, some inside a
 // batch sent to several memory nodes, broken links and halted coordinators,
-// crashed recovery leaders, roll-backs, roll-forwards and swept latches.
+// crashes at protocol steps, crashed recovery leaders, roll-backs,
+// roll-forwards and swept latches.
 // (A broken injector or scheduler fails here, not silently.)
 void clean_range(ProtocolMode mode, const std::string& test) {
   SimResult sum;
@@ -42,6 +43,7 @@ void clean_range(ProtocolMode mode, const std::string& test) {
     sum.asserts += r.asserts;
     sum.crashes += r.crashes;
     sum.crashes_mid_batch += r.crashes_mid_batch;
+    sum.step_crashes += r.step_crashes;
     sum.disconnects += r.disconnects;
     sum.halts += r.halts;
     sum.leader_crashes += r.leader_crashes;
@@ -61,6 +63,7 @@ void clean_range(ProtocolMode mode, const std::string& test) {
   EXPECT_GE(sum.asserts, seeds * 5);
   EXPECT_GE(sum.crashes, seeds);
   EXPECT_GE(sum.crashes_mid_batch, 5u);
+  EXPECT_GE(sum.step_crashes, 3u);
   EXPECT_GE(sum.disconnects, 2u);
   EXPECT_GE(sum.halts, 1u);
   EXPECT_GE(sum.leader_crashes, 5u);

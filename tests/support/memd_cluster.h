@@ -5,7 +5,7 @@
 //   ASSERT_TRUE(memds.ok()) << memds.error();
 //   ComputeConfig cfg = memds.config(/*pid=*/1, Backend::kShm, /*replicas=*/2);
 //
-// The daemons are a pandora::LocalMemdCluster (memory/local_memd.h) with the
+// The daemons are a pandora::LocalMemdCluster (testing/local_memd.h) with the
 // test defaults of MemdOptions.
 #pragma once
 

@@ -7,7 +7,7 @@
 //   auto conn = open_connection(memd.endpoint(), id, {.backend = Backend::kTcp});
 //   memd.stop();                       // SIGTERM + wait; returns exit status
 //
-// A thin layer over pandora::LocalMemd (memory/local_memd.h), which does the
+// A thin layer over pandora::LocalMemd (testing/local_memd.h), which does the
 // work and documents it: it adds the test defaults (the daemon built with the
 // tests, a fixed cluster id and secret, a 16M region) and the names the tests
 // use. The region lives in the temp dir (on /dev/shm when available) so it
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "memory/local_memd.h"
+#include "testing/local_memd.h"
 
 namespace pandora::testing {
 

@@ -21,7 +21,7 @@
 #include "common/transport/client.h"
 #include "litmus/history/checker.h"
 #include "tests/support/fake_daemon.h"
-#include "litmus/history/history.h"
+#include "compute/trace/history.h"
 #include "litmus/history/report.h"
 #include "tests/workloads/workload_test_support.h"
 

@@ -19,7 +19,7 @@
 #include "common/lane_map.h"
 #include "compute/loader.h"
 #include "compute/scheduler.h"
-#include "litmus/history/history.h"
+#include "compute/trace/history.h"
 #include "recovery/membership.h"
 #include "workloads/bench/registry.h"
 #include "workloads/bench/report.h"

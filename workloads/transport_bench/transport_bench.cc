@@ -51,7 +51,7 @@
 #include "common/transport/client.h"
 #include "common/transport/transport.h"
 #include "common/latency_histogram.h"
-#include "memory/local_memd.h"
+#include "testing/local_memd.h"
 
 #ifndef PANDORA_MEMD_PATH
 #error "PANDORA_MEMD_PATH must name the pandora-memd binary (set by CMake)"
@@ -359,7 +359,7 @@ int bench_main(int argc, char** argv) {
   } else {
     // The daemon's region is in a private directory on /dev/shm (in memory,
     // which PMEM_IS_PMEM_FORCE=1 assumes; on disk the numbers would be the
-    // disk's), with a random secret; see memory/local_memd.h.
+    // disk's), with a random secret; see testing/local_memd.h.
     LocalMemdOptions launch;
     launch.binary = memd_path;
     launch.cluster_id = 0xbe7c4;

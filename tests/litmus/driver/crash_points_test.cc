@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "compute/crash_points.h"
+#include "testing/crash_injector.h"
 
 namespace pandora {
 namespace {

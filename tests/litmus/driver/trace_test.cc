@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "compute/blocking_client.h"
-#include "compute/crash_points.h"
+#include "testing/crash_injector.h"
 #include "compute/loader.h"
 #include "compute/txn_trace.h"
 #include "tests/compute/compute_test_support.h"
@@ -48,7 +48,7 @@ TEST_P(TraceTest, ObserverSeesVersionsValuesAndOutcomes) {
   Recorder rec;
   CrashInjector crash;
   (*cl)->engine().set_observer(&rec);
-  (*cl)->engine().set_crash_injector(&crash);
+  (*cl)->engine().set_step_hook(&crash);
 
   const uint64_t before = now_ns();
   // Read key 0, update key 1 to 7, insert key 10, delete key 2.

@@ -12,7 +12,7 @@
 
 #include "litmus/history/export_dbcop.h"
 #include "litmus/history/export_elle.h"
-#include "litmus/history/history.h"
+#include "compute/trace/history.h"
 #include "tests/litmus/history/history_test_util.h"
 
 namespace pandora::history {

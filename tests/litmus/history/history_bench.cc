@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "litmus/history/checker.h"
-#include "litmus/history/history.h"
+#include "compute/trace/history.h"
 #include "litmus/history/report.h"
 
 namespace {

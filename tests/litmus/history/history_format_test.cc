@@ -1,6 +1,6 @@
 // The history file format: exact lines, round trips, the strict reader's
 // error messages, and the writer under concurrent coordinators.
-#include "litmus/history/history.h"
+#include "compute/trace/history.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "litmus/history/history.h"
+#include "compute/trace/history.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <optional>
 
-#include "litmus/history/json.h"
+#include "compute/trace/json.h"
 
 namespace pandora::history {
 namespace {

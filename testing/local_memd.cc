@@ -1,4 +1,4 @@
-#include "memory/local_memd.h"
+#include "testing/local_memd.h"
 
 #include <fcntl.h>
 #include <signal.h>

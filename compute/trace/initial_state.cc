@@ -1,4 +1,4 @@
-#include "litmus/history/initial_state.h"
+#include "compute/trace/initial_state.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "litmus/history/json.h"
+#include "compute/trace/json.h"
 
 #include <fmt/format.h>
 

@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "litmus/history/json.h"
+#include "compute/trace/json.h"
 
 namespace pandora::history {
 

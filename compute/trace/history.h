@@ -63,7 +63,7 @@
 
 #include "common/status.h"
 #include "compute/txn_trace.h"
-#include "litmus/history/initial_state.h"
+#include "compute/trace/initial_state.h"
 
 namespace pandora::history {
 
