@@ -1,4 +1,4 @@
-// Failover of a whole cluster of real processes (testing/local_cluster.h): a
+// Failover of a whole cluster of real processes (tests/support/local_cluster.h): a
 // real ZooKeeper ensemble, two pandora-memd daemons, `pandora-ctl init`,
 // three pandora-fd replicas and pandora-bench compute processes running
 // SmallBank's net-0 mix (--mix transfers), so that the total money must
@@ -48,7 +48,7 @@
 #include "recovery/membership.h"
 #include "recovery/recovery_coordinator.h"
 #include "recovery/registry.h"
-#include "testing/local_cluster.h"
+#include "tests/support/local_cluster.h"
 #include "tests/support/memd_process.h"
 
 namespace pandora::testing {

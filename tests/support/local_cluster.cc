@@ -1,4 +1,4 @@
-#include "testing/local_cluster.h"
+#include "tests/support/local_cluster.h"
 
 #include "recovery/registry.h"
 
