@@ -116,7 +116,10 @@ TEST(Simulation, ARunThatDoesNotEndFails) {
 
 // Seed Table 5.1 as data: each bug switch, the litmus programs and crash
 // rate that expose it, and seeds on each of which the simulation must catch
-// it (an assert, a post-recovery assert or the history checker).
+// it (an assert, a post-recovery assert or the history checker). How often
+// a seed catches each (litmus/README.md): complicit-abort, covert-latches
+// and missing-insert-log 20 of seeds 1-20, relaxed-latches 15, lost-decision
+// 8, logging-without-latching 10.
 struct Mutation {
   const char* bug;
   const char* test;
@@ -127,12 +130,12 @@ struct Mutation {
 
 const std::vector<Mutation>& mutation_table() {
   static const std::vector<Mutation> table = {
-      {"complicit-abort", "litmus1", 0, 2000, {2, 4, 6}},
-      {"missing-insert-log", "litmus1-insert", 300, 2000, {3, 5, 6}},
+      {"complicit-abort", "litmus1", 0, 2000, {1, 2, 3}},
+      {"missing-insert-log", "litmus1-insert", 300, 2000, {1, 2, 3}},
       {"covert-latches", "litmus2", 0, 2000, {1, 2, 3}},
-      {"relaxed-latches", "litmus2", 0, 2000, {1, 3, 5}},
-      {"lost-decision", "litmus3", 300, 2000, {1, 3, 5}},
-      {"logging-without-latching", "litmus3", 300, 2000, {2, 4, 6}},
+      {"relaxed-latches", "litmus2", 0, 4000, {1, 2, 4}},
+      {"lost-decision", "litmus3", 300, 2000, {3, 4, 5}},
+      {"logging-without-latching", "litmus3", 300, 2000, {1, 4, 7}},
   };
   return table;
 }
@@ -146,9 +149,12 @@ TEST(Simulation, EveryBugSwitchIsCaught) {
       o.bugs = parse_bug_switches(m.bug).value();
       o.seed = seed;
       o.txns = m.txns;
-      o.crash_probability = m.crash_every ? 1.0 / static_cast<double>(m.crash_every) : 0.0;
-      if (m.crash_every) o.max_crashes = 100;
-      if (m.crash_every == 0) {
+      if (m.crash_every) {
+        o.crash_probability = 1.0 / static_cast<double>(m.crash_every);
+        o.max_crashes = 100;
+      } else {
+        // Concurrency bugs: no failure at all, more contention.
+        o.crash_probability = o.step_crash_probability = o.disconnect_probability = 0;
         o.instances = 2;
         o.coordinators = 4;
       }
