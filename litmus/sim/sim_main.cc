@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   opts.add_string("seeds", &seeds, "seeds to run: A-B or A");
   opts.add_choice("test", &o.test, {"litmus1", "litmus1-insert", "litmus1-delete", "litmus2", "litmus3", "extended", "all"},
                   "litmus programs (litmus/README.md)");
-  opts.add_choice("protocol", &protocol, {"pandora", "log-a-latch"}, "transaction protocol");
+  opts.add_choice("protocol", &protocol, {"pandora", "ford", "log-a-latch"}, "transaction protocol");
   opts.add_string("bug", &bug, "test-only bug switches, comma separated (Debug builds), e.g. relaxed-latches");
   opts.add_u64("memory-nodes", &memory_nodes, "memory nodes", 1, 8);
   opts.add_u64("replicas", &replicas, "replicas of every object (f+1)", 1, 8);
@@ -148,6 +148,7 @@ int main(int argc, char** argv) {
     sum.halts += r.halts;
     sum.recoveries += r.recoveries;
     sum.leader_crashes += r.leader_crashes;
+    sum.pauses += r.pauses;
     sum.rolled_forward += r.rolled_forward;
     sum.rolled_back += r.rolled_back;
     sum.swept += r.swept;
@@ -172,7 +173,7 @@ int main(int argc, char** argv) {
   printf("%llu seeds, %llu failed, %.1f s (%.0f seeds/s); %llu events, %llu operations, %llu commits, %llu aborts, "
          "%llu asserts; %llu crashes (%llu with operations in flight, %llu inside a multi-node batch, %llu at a "
          "protocol step), %llu broken links, %llu halts, %llu recoveries (%llu rolled forward, %llu rolled back, %llu latches swept), %llu "
-         "recovery leaders crashed\n",
+         "recovery leaders crashed, %llu stop-the-world pauses\n",
          static_cast<unsigned long long>(ran), static_cast<unsigned long long>(failed), secs,
          secs > 0 ? static_cast<double>(ran) / secs : 0.0, static_cast<unsigned long long>(sum.events),
          static_cast<unsigned long long>(sum.ops_landed), static_cast<unsigned long long>(sum.commits),
@@ -182,7 +183,8 @@ int main(int argc, char** argv) {
          static_cast<unsigned long long>(sum.disconnects),
          static_cast<unsigned long long>(sum.halts), static_cast<unsigned long long>(sum.recoveries),
          static_cast<unsigned long long>(sum.rolled_forward), static_cast<unsigned long long>(sum.rolled_back),
-         static_cast<unsigned long long>(sum.swept), static_cast<unsigned long long>(sum.leader_crashes));
+         static_cast<unsigned long long>(sum.swept), static_cast<unsigned long long>(sum.leader_crashes),
+         static_cast<unsigned long long>(sum.pauses));
   if (expect_failure) return failed > 0 ? 0 : 1;
   return failed == 0 ? 0 : 1;
 }

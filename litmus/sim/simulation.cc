@@ -16,6 +16,8 @@
 #include "compute/scheduler.h"
 #include "litmus/driver/litmus_spec.h"
 #include "litmus/history/checker.h"
+#include "litmus/history/report.h"
+#include "recovery/ford_recovery.h"
 #include "recovery/log_recovery.h"
 #include "testing/sim/sim_network.h"
 
@@ -60,7 +62,9 @@ struct Node {
   bool alive = true;
   bool needs_recovery = false;  // a coordinator halted
   uint64_t doom_at = 0;         // a broken link: crash at this event (0: no)
-  uint16_t recovering = 0;      // kLeader: the dead pid
+  std::vector<uint16_t> recovering;  // kLeader: the dead pids (one; ford: all dead in the pause)
+  uint32_t parked = 0;          // kCompute, ford: coordinators parked for a stop-the-world pause
+  uint32_t returned = 0;        // kCompute: coordinators whose task returned (they hold nothing)
   bool finished = false;        // kLeader: recovery complete
   std::unique_ptr<CrashAtStep> hook;
 };
@@ -110,10 +114,14 @@ class World {
   Result<Node*> add_node(Role role, uint32_t coordinators);
   Status setup();
   void start_compute_node();
-  void start_leader(uint16_t dead);
+  void start_leader(std::vector<uint16_t> dead);
+  // ford: every live compute node has parked all its coordinators.
+  bool world_stopped() const;
+  std::string describe() const;
   void start_checker();
   void compute_task(Node& node, Coordinator& co);
   void leader_task(Node& node, Coordinator& co);
+  void ford_leader_task(Node& node, Coordinator& co);
   void checker_task(Coordinator& co);
   // Asserts one instance with `t` (retrying inconclusive reads); records a
   // violation naming `who`.
@@ -146,6 +154,10 @@ class World {
   Node* leader_ = nullptr;
   Node* checker_ = nullptr;
   bool stopping_ = false;
+  bool paused_ = false;  // ford: the world is asked to stop
+  // Leaders of the current recovery that crashed: after three, the next one
+  // is not crashed (as the litmus driver's), so recovery always ends.
+  uint32_t leader_attempts_ = 0;
   uint64_t ended_ = 0;  // litmus transactions and asserts that ended
   SimResult r_;
 };
@@ -249,16 +261,20 @@ void World::start_compute_node() {
   node->worker->start([this, node](Coordinator& co) { compute_task(*node, co); });
 }
 
-void World::start_leader(uint16_t dead) {
+void World::start_leader(std::vector<uint16_t> dead) {
   auto n = add_node(Role::kLeader, 1);
   if (!n) {
     r_.error = n.status();
     return;
   }
   leader_ = *n;
-  leader_->recovering = dead;
+  leader_->recovering = std::move(dead);
   Node* node = leader_;
-  node->worker->start([this, node](Coordinator& co) { leader_task(*node, co); });
+  if (o_.protocol == ProtocolMode::kFord) {
+    node->worker->start([this, node](Coordinator& co) { ford_leader_task(*node, co); });
+  } else {
+    node->worker->start([this, node](Coordinator& co) { leader_task(*node, co); });
+  }
 }
 
 void World::start_checker() {
@@ -277,6 +293,7 @@ void CrashAtStep::hit(CrashPoint) { world_.step_hit(node_); }
 // never leaves it (SimNetwork::crash).
 void World::step_hit(Node& n) {
   if (!n.alive || stopping_ || !net_.rng().chance(o_.step_crash_probability)) return;
+  if (n.role == Role::kLeader && leader_attempts_ >= 3) return;
   if (n.role == Role::kCompute && r_.crashes + r_.disconnects >= o_.max_crashes) return;
   if (n.role == Role::kCompute) ++r_.step_crashes;
   crash(n);
@@ -289,9 +306,23 @@ void World::violation(std::string what) {
 }
 
 void World::compute_task(Node& node, Coordinator& co) {
+  struct CountReturn {
+    Node& n;
+    ~CountReturn() { ++n.returned; }
+  } count_return{node};
   litmus::Rng rng(o_.seed * 0x9e3779b97f4a7c15ULL ^ (uint64_t{node.pid} << 20) ^ co.id());
   uint64_t counter = 0;
   while (!stopping_ && r_.failure.empty()) {
+    if (paused_) {
+      // ford's stop-the-world: park between transactions, with nothing in
+      // flight (the last transaction's releases landed), until the leader
+      // has scanned the latches away.
+      co.ops().wait_all();
+      ++node.parked;
+      while (paused_) co.yield();
+      --node.parked;
+      continue;
+    }
     if (co.engine().halted()) {
       // Its node must be recovered: the scheduler crashes it (a real node
       // is restarted by its operator or the failure detector).
@@ -360,7 +391,7 @@ void World::assert_instance(Txn& t, uint32_t inst, const char* who) {
 void World::leader_task(Node& node, Coordinator& co) {
   Cluster& cluster = *node.cluster;
   for (SimConnection* c : node.conns) c->set_wait_hook([&co] { co.yield(); });
-  const uint16_t dead = node.recovering;
+  const uint16_t dead = node.recovering.front();
   // Step 2: nothing the dead pid (or a dead leader) sent may land any more.
   net_.fence(dead);
   for (uint16_t l : dead_leaders_) net_.fence(l);
@@ -414,6 +445,44 @@ void World::leader_task(Node& node, Coordinator& co) {
   node.finished = true;
 }
 
+// FORD's stop-the-world recovery (recovery/ford_recovery.h) of every pid
+// that died before or during the pause, as the litmus driver's ford leader
+// runs it: every live coordinator is parked and holds no latch.
+void World::ford_leader_task(Node& node, Coordinator& co) {
+  Cluster& cluster = *node.cluster;
+  for (SimConnection* c : node.conns) c->set_wait_hook([&co] { co.yield(); });
+  for (uint16_t d : node.recovering) net_.fence(d);
+  for (uint16_t l : dead_leaders_) net_.fence(l);
+  const auto conns = cluster.bootstrap_connections();
+  for (uint16_t d : node.recovering) {
+    auto report = recover_ford_logs(cluster, conns, d, nodes_[d - kLoaderPid]->slot, logger_, node.hook.get());
+    if (!report) {
+      violation(fmt::format("ford recovery of pid {}: {}", d, report.status().to_string()));
+      return;
+    }
+    r_.rolled_forward += report->rolled_forward;
+    r_.rolled_back += report->rolled_back;
+  }
+  for (uint16_t d : node.recovering) {
+    if (Status s = truncate_ford_lanes(cluster, conns, nodes_[d - kLoaderPid]->slot, node.hook.get()); !s) {
+      violation(fmt::format("truncating pid {}'s lanes: {}", d, s.to_string()));
+      return;
+    }
+  }
+  auto scan = release_all_latches(cluster, conns, logger_, node.hook.get());
+  if (!scan) {
+    violation(fmt::format("latch scan: {}", scan.status().to_string()));
+    return;
+  }
+  r_.swept += scan->released;
+  // FORD cannot tell a stray latch from a live one: assert every instance
+  // while the world stands still.
+  for (uint32_t inst = 0; inst < o_.instances && r_.failure.empty(); ++inst) {
+    assert_instance(co.txn(), inst, "ford recovery leader");
+  }
+  node.finished = true;
+}
+
 void World::checker_task(Coordinator& co) {
   for (uint32_t inst = 0; inst < o_.instances && r_.failure.empty(); ++inst) {
     assert_instance(co.txn(), inst, "final assert");
@@ -433,10 +502,10 @@ void World::crash(Node& n) {
   n.alive = false;
   if (n.role == Role::kLeader) {
     ++r_.leader_crashes;
+    ++leader_attempts_;
     dead_leaders_.push_back(n.pid);
-    const uint16_t dead = n.recovering;
     leader_ = nullptr;
-    start_leader(dead);  // starts over: every step is idempotent
+    start_leader(n.recovering);  // starts over: every step is idempotent
     return;
   }
   ++r_.crashes;
@@ -447,7 +516,7 @@ void World::crash(Node& n) {
 
 void World::faults() {
   SimRng& rng = net_.rng();
-  if (leader_ && leader_->alive && rng.chance(o_.leader_crash_probability)) {
+  if (leader_ && leader_->alive && leader_attempts_ < 3 && rng.chance(o_.leader_crash_probability)) {
     crash(*leader_);
     return;
   }
@@ -479,6 +548,7 @@ void World::faults() {
 // every event's cost independent of how many nodes died before.
 void World::release_fenced_nodes() {
   for (auto& n : nodes_) {
+    if (n->alive && !(n->role == Role::kLeader && n->finished)) continue;
     const bool done = n->role == Role::kLeader && n->finished;
     if (!n->worker || (!done && (n->alive || !net_.fenced(n->pid)))) continue;
     n->worker->stop();
@@ -501,14 +571,59 @@ void World::detect() {
     }
   }
   if (leader_ && leader_->finished) {
-    ++r_.recoveries;
+    const std::vector<uint16_t> done = leader_->recovering;
+    leader_attempts_ = 0;
+    r_.recoveries += done.size();
     leader_->alive = false;
     leader_ = nullptr;
+    for (uint16_t d : done) std::erase(to_recover_, d);
     release_fenced_nodes();
-    to_recover_.erase(to_recover_.begin());
-    if (!stopping_) start_compute_node();  // the replacement
+    if (!stopping_) {
+      for (size_t i = 0; i < done.size(); ++i) start_compute_node();  // the replacements
+    }
+    if (to_recover_.empty()) paused_ = false;
   }
-  if (!leader_ && !to_recover_.empty()) start_leader(to_recover_.front());
+  if (leader_ || to_recover_.empty()) return;
+  release_fenced_nodes();
+  if (o_.protocol != ProtocolMode::kFord) {
+    start_leader({to_recover_.front()});
+    return;
+  }
+  if (!paused_) {
+    paused_ = true;
+    ++r_.pauses;
+  }
+  if (world_stopped()) start_leader(to_recover_);
+}
+
+// Who is doing what, for a livelock's report.
+std::string World::describe() const {
+  std::string out = fmt::format("paused {}, stopping {}, undetected {}, to recover {}, leader {}; nodes:", paused_,
+                                stopping_, undetected_.size(), to_recover_.size(), leader_ ? leader_->pid : 0);
+  for (const auto& n : nodes_) {
+    if (!n->worker || !n->alive) continue;
+    out += fmt::format(" pid {} ({}, {} of {} parked{}{})", n->pid, n->role == Role::kCompute ? "compute" : "other",
+                       n->parked, n->worker->coordinator_count(), n->worker->running() ? "" : ", done",
+                       n->doom_at ? ", link broken" : "");
+  }
+  return out;
+}
+
+bool World::world_stopped() const {
+  // A node that crashed unnoticed never acknowledges the pause: the world
+  // stops once the detector has named it (it then joins the dead), never by
+  // scanning its latches away while its records are undecided.
+  if (!undetected_.empty()) return false;
+  for (const auto& n : nodes_) {
+    if (n->role != Role::kCompute || !n->alive || !n->worker || !n->worker->running()) continue;
+    // Nor does a node whose link broke: operations it sent may still land,
+    // after the scan. It must be fenced and recovered with the dead (found
+    // by the simulation: a late commit WRITE after the scan, then a roll-back
+    // of a write a committed reader saw).
+    if (n->doom_at != 0 || n->needs_recovery) return false;
+    if (n->parked + n->returned < n->worker->coordinator_count()) return false;
+  }
+  return true;
 }
 
 // One event. False when nothing can happen any more.
@@ -541,8 +656,8 @@ SimResult World::run() {
   while (r_.error.is_ok()) {
     if (!r_.failure.empty()) break;
     if (++r_.events > o_.max_events) {
-      violation(fmt::format("no end after {} events: a livelock (commits {}, aborts {})", o_.max_events, r_.commits,
-                            r_.aborts));
+      violation(fmt::format("no end after {} events: a livelock (commits {}, aborts {}); {}", o_.max_events,
+                            r_.commits, r_.aborts, describe()));
       break;
     }
     net_.clock().advance(100 + net_.rng().below(900));
@@ -601,8 +716,8 @@ void World::finish_history() {
   const history::Report rep = history::check(traces_, co, loaded_);
   if (!rep.clean()) {
     const history::Anomaly& a = rep.anomalies.front();
-    violation(fmt::format("history: {} anomalies, first {}: {}", rep.anomalies.size(),
-                          history::anomaly_kind_name(a.kind), a.detail));
+    violation(fmt::format("history: {} anomalies, first {}: {}\n{}", rep.anomalies.size(),
+                          history::anomaly_kind_name(a.kind), a.detail, history::format_anomaly(a)));
   }
 }
 
@@ -639,11 +754,6 @@ SimResult simulate(const SimOptions& o) {
   auto kinds = litmus::parse_test(o.test);
   if (!kinds) {
     r.error = kinds.status();
-    return r;
-  }
-  if (o.protocol == ProtocolMode::kFord) {
-    r.error = Status(Errc::kUnsupported,
-                     "the simulation runs pandora and log-a-latch; ford's stop-the-world recovery is not simulated");
     return r;
   }
   if (o.memory_nodes == 0 || o.memory_nodes > 8 || o.replicas == 0 || o.replicas > o.memory_nodes ||

@@ -39,9 +39,13 @@
 // exception from any simulated node, and when it does not end within
 // `max_events` (a livelock).
 //
-// Protocols: pandora and log-a-latch (FORD's stop-the-world recovery is not
-// simulated yet: kUnsupported). Bug switches (compute_config.h) need a
-// build with PANDORA_BUG_SWITCHES.
+// Protocols: pandora and log-a-latch as above; ford recovers
+// stop-the-world (recovery/ford_recovery.h): once a crash is detected every
+// live coordinator parks between transactions, and when all have, a leader
+// fences every dead pid, repairs from the undo records, truncates, scans
+// every latch away and asserts every instance; then the world resumes. Bug
+// switches (compute_config.h) need a build with PANDORA_BUG_SWITCHES and
+// the pandora protocol.
 #pragma once
 
 #include <cstdint>
@@ -93,6 +97,7 @@ struct SimResult {
   uint64_t halts = 0;            // coordinators that halted (their node needs recovery)
   uint64_t recoveries = 0;       // pids recovered
   uint64_t leader_crashes = 0;
+  uint64_t pauses = 0;           // ford: stop-the-world pauses
   uint64_t rolled_forward = 0, rolled_back = 0, swept = 0;
   uint64_t traces = 0;           // transactions in the checked history
   uint64_t digest = 0;           // of the history and the final memory: equal runs, equal digests

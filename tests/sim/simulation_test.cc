@@ -47,6 +47,7 @@ void clean_range(ProtocolMode mode, const std::string& test) {
     sum.disconnects += r.disconnects;
     sum.halts += r.halts;
     sum.leader_crashes += r.leader_crashes;
+    sum.pauses += r.pauses;
     sum.rolled_back += r.rolled_back;
     sum.rolled_forward += r.rolled_forward;
     sum.swept += r.swept;
@@ -70,10 +71,17 @@ void clean_range(ProtocolMode mode, const std::string& test) {
   EXPECT_GE(sum.rolled_back, 5u);
   EXPECT_GE(sum.rolled_forward, 5u);
   EXPECT_GE(sum.swept, 5u);
+  // ford stops the world for its recoveries; the others never do.
+  if (mode == ProtocolMode::kFord) {
+    EXPECT_GE(sum.pauses, 5u);
+  } else {
+    EXPECT_EQ(sum.pauses, 0u);
+  }
 }
 
 TEST(Simulation, CleanRunsHoldPandora) { clean_range(ProtocolMode::kPandora, "all"); }
 TEST(Simulation, CleanRunsHoldLogALatch) { clean_range(ProtocolMode::kLogALatch, "all"); }
+TEST(Simulation, CleanRunsHoldFord) { clean_range(ProtocolMode::kFord, "all"); }
 
 TEST(Simulation, OneSeedReplaysOneRun) {
   SimOptions o = crashy(ProtocolMode::kPandora, "extended");
@@ -93,13 +101,14 @@ TEST(Simulation, OneSeedReplaysOneRun) {
 
 TEST(Simulation, RefusesWhatItCannotRun) {
   SimOptions o;
-  o.protocol = ProtocolMode::kFord;
-  EXPECT_EQ(simulate(o).error.code(), Errc::kUnsupported);
-  o = SimOptions{};
   o.test = "litmus9";
   EXPECT_EQ(simulate(o).error.code(), Errc::kInvalidArgument);
   o = SimOptions{};
   o.replicas = 4;
+  EXPECT_EQ(simulate(o).error.code(), Errc::kInvalidArgument);
+  o = SimOptions{};
+  o.protocol = ProtocolMode::kFord;
+  o.bugs.covert_latches = true;  // bug switches exist for pandora only
   EXPECT_EQ(simulate(o).error.code(), Errc::kInvalidArgument);
 }
 
@@ -114,36 +123,40 @@ TEST(Simulation, ARunThatDoesNotEndFails) {
   EXPECT_NE(r.failure.find("livelock"), std::string::npos) << r.failure;
 }
 
-// Seed Table 5.1 as data: each bug switch, the litmus programs and crash
-// rate that expose it, and seeds on each of which the simulation must catch
-// it (an assert, a post-recovery assert or the history checker). How often
-// a seed catches each (litmus/README.md): complicit-abort, covert-latches
-// and missing-insert-log 20 of seeds 1-20, relaxed-latches 15, lost-decision
-// 8, logging-without-latching 10.
+// Seed Table 5.1 as data: each bug switch and the litmus programs and
+// crash rate that expose it. The simulation must catch each (an assert, a
+// post-recovery assert or the history checker) on at least three of the
+// seeds 1..16, tried in order until three did. A range rather than named
+// seeds, because any change to the simulation reshuffles which seeds catch
+// what; how often a seed catches each is in litmus/README.md
+// (complicit-abort, covert-latches, missing-insert-log: every seed;
+// relaxed-latches about 3 in 4; lost-decision and logging-without-latching
+// about 1 in 2).
 struct Mutation {
   const char* bug;
   const char* test;
-  uint64_t crash_every;  // events; 0: no crashes
+  uint64_t crash_every;  // events; 0: no failure of any kind
   uint64_t txns;
-  std::vector<uint64_t> seeds;
 };
 
 const std::vector<Mutation>& mutation_table() {
   static const std::vector<Mutation> table = {
-      {"complicit-abort", "litmus1", 0, 2000, {1, 2, 3}},
-      {"missing-insert-log", "litmus1-insert", 300, 2000, {1, 2, 3}},
-      {"covert-latches", "litmus2", 0, 2000, {1, 2, 3}},
-      {"relaxed-latches", "litmus2", 0, 4000, {1, 2, 4}},
-      {"lost-decision", "litmus3", 300, 2000, {3, 4, 5}},
-      {"logging-without-latching", "litmus3", 300, 2000, {1, 4, 7}},
+      {"complicit-abort", "litmus1", 0, 2000},
+      {"missing-insert-log", "litmus1-insert", 300, 2000},
+      {"covert-latches", "litmus2", 0, 2000},
+      {"relaxed-latches", "litmus2", 0, 4000},
+      {"lost-decision", "litmus3", 300, 2000},
+      {"logging-without-latching", "litmus3", 300, 2000},
   };
   return table;
 }
 
 TEST(Simulation, EveryBugSwitchIsCaught) {
   if (!bug_switches_available()) GTEST_SKIP() << "bug switches are compiled into Debug builds only";
+  constexpr uint64_t kSeeds = 16, kCatches = 3;
   for (const Mutation& m : mutation_table()) {
-    for (uint64_t seed : m.seeds) {
+    uint64_t caught = 0, tried = 0;
+    for (uint64_t seed = 1; seed <= kSeeds && caught < kCatches; ++seed) {
       SimOptions o;
       o.test = m.test;
       o.bugs = parse_bug_switches(m.bug).value();
@@ -162,11 +175,14 @@ TEST(Simulation, EveryBugSwitchIsCaught) {
       const SimResult r = simulate(o);
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       ASSERT_TRUE(r.error.is_ok()) << r.error.to_string();
-      EXPECT_FALSE(r.failure.empty()) << m.bug << " was not caught on seed " << seed;
+      ++tried;
+      if (r.failure.empty()) continue;
+      ++caught;
       printf("%-26s seed %3llu: caught after %6llu operations (%4.0f ms): %.90s\n", m.bug,
              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(r.ops_at_failure), ms,
              r.failure.c_str());
     }
+    EXPECT_GE(caught, kCatches) << m.bug << " was caught on " << caught << " of seeds 1.." << tried;
   }
 }
 
