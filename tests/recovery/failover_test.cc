@@ -8,6 +8,7 @@
 //   LeaderDiesAtEachRecoveryStep  the FD leader dies at each named recovery crash point; a new one finishes
 //   ZooKeeperFaults           one ZooKeeper server lost during a recovery; then the quorum lost and regained
 //   FalsePositiveIsFenced     a SIGSTOPped compute process is declared failed, fenced, and exits with code 6
+//   FordStopsTheWorld...      ford: every live process parks and acknowledges each recovery's pause
 //
 // Every wait polls a condition (the ZooKeeper registry, a process's exit, a
 // process's progress lines) against a deadline; the only fixed pauses are the
@@ -188,6 +189,7 @@ class FailoverTest : public ::testing::Test {
     o.bench_binary = PANDORA_FAILOVER_BENCH;
     o.memd_binary = PANDORA_FAILOVER_MEMD;
     o.memory_nodes = 2;
+    o.protocol = protocol_;
     cluster_ = std::make_unique<LocalCluster>(o);
     Status s = cluster_->start();
     ASSERT_TRUE(s) << s.to_string();
@@ -620,6 +622,7 @@ class FailoverTest : public ::testing::Test {
   std::set<uint16_t> killed_;            // compute pids this test SIGKILLed
   std::set<uint16_t> all_compute_pids_;  // every compute pid started
   std::set<uint16_t> inspectors_;
+  std::string protocol_ = "pandora";     // the cluster's (set before start_processes)
 };
 
 // 1. Compute processes are killed at random moments (seeded) and replaced;
@@ -987,6 +990,57 @@ TEST_F(FailoverTest, FalsePositiveIsFenced) {
   EXPECT_EQ(*next_rc, 0) << next.proc->tail();
   ASSERT_NO_FATAL_FAILURE(expect_registry_clean({v.pid, next.pid}));
   ASSERT_NO_FATAL_FAILURE(expect_memory_consistent("after a new process ran"));
+}
+
+// 5. ford through the real detector: latches carry no owner, so recovery
+// stops the world. After a compute process is killed, the leader fences it
+// and asks every live compute process to park between transactions; each
+// must acknowledge (not be fenced after the park timeout), the leader
+// repairs from the undo records and scans every latch away, and all resume.
+// Twice, then the survivors end cleanly having parked for both pauses;
+// money is conserved and no latch at all is left (a scan releases them
+// all; a latch left would be one no one can ever release).
+TEST_F(FailoverTest, FordStopsTheWorldAndEveryLiveNodeParks) {
+  protocol_ = "ford";
+  ASSERT_NO_FATAL_FAILURE(start_cluster());
+  ASSERT_NO_FATAL_FAILURE(start_fds(kFdTimeoutUs));
+  constexpr uint64_t kLifetime = 45;
+  std::vector<Compute> computes(4);
+  for (size_t i = 0; i < computes.size(); ++i) {
+    ASSERT_NO_FATAL_FAILURE(start_compute(fmt::format("ford{}", i), kLifetime, &computes[i]));
+  }
+  for (size_t victim = 0; victim < 2; ++victim) {
+    std::vector<Compute*> survivors;
+    for (size_t i = victim + 1; i < computes.size(); ++i) survivors.push_back(&computes[i]);
+    ASSERT_NO_FATAL_FAILURE(expect_commits_grow(survivors, "before the kill"));
+    Compute& dead = computes[victim];
+    ASSERT_NO_FATAL_FAILURE(kill_compute(dead));
+    const auto t_kill = Clock::now();
+    ASSERT_NO_FATAL_FAILURE(wait_recovered(dead.pid, 60s, "ford kill"));
+    auto rec = recovery(dead.pid);
+    ASSERT_TRUE(rec && *rec);
+    // The recovery stopped the world (a pause that includes the scan).
+    EXPECT_GT((*rec)->pause_us, 0u);
+    EXPECT_GE((*rec)->pause_us, (*rec)->scan_us);
+    ASSERT_NO_FATAL_FAILURE(expect_commits_grow(survivors, fmt::format("after the pause for pid {}", dead.pid)));
+    fprintf(stderr, "[%s] ford: pid %u recovered %s after SIGKILL: pause %.1f ms (scan %.1f ms), %u records\n",
+            seconds_since(t0_).c_str(), dead.pid, seconds_since(t_kill).c_str(), (*rec)->pause_us / 1e3,
+            (*rec)->scan_us / 1e3, (*rec)->records);
+  }
+  // A survivor that had been fenced for not parking would exit 6.
+  static const std::regex parked(R"(stop-the-world pauses: (\d+))");
+  for (size_t i = 2; i < computes.size(); ++i) {
+    auto rc = computes[i].proc->wait(std::chrono::seconds(kLifetime) + 60s);
+    ASSERT_TRUE(rc) << computes[i].name << " did not end\n" << computes[i].proc->tail();
+    ASSERT_EQ(*rc, 0) << computes[i].proc->tail();
+    const std::string out = computes[i].proc->output();
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(out, m, parked)) << "pid " << computes[i].pid << " never parked\n" << out;
+    EXPECT_GE(std::stoul(m[1].str()), 2u) << out;
+  }
+  MemoryImage img;
+  ASSERT_NO_FATAL_FAILURE(expect_memory_consistent("after two stop-the-world recoveries", &img));
+  EXPECT_TRUE(img.latches.empty()) << img.latches.size() << " latch owner(s) left after ford's scans";
 }
 
 // CPU seconds (user + system) process `pid` has used so far.

@@ -151,7 +151,7 @@ Status LocalCluster::start() {
   std::string nodes;
   for (const Endpoint& e : memds_->endpoints()) nodes += (nodes.empty() ? "" : ",") + e.to_string();
   std::string out;
-  const int rc = ctl({"init", "--memory-nodes", nodes}, &out);
+  const int rc = ctl({"init", "--memory-nodes", nodes, "--protocol", options_.protocol}, &out);
   if (rc != 0) return Status(Errc::kIo, fmt::format("pandora-ctl init exited with {}:\n{}", rc, out));
   return Status::ok();
 }
@@ -240,6 +240,7 @@ Result<Child*> LocalCluster::start_fd(uint32_t replica_id, const std::vector<std
 Result<Child*> LocalCluster::start_bench(const std::string& name, const std::vector<std::string>& extra) {
   std::vector<std::string> argv{options_.bench_binary};
   for (const std::string& f : common_flags()) argv.push_back(f);
+  argv.insert(argv.end(), {"--protocol", options_.protocol});
   argv.insert(argv.end(), extra.begin(), extra.end());
   return spawn(name, argv, options_.compute_nice);
 }
@@ -261,6 +262,7 @@ int LocalCluster::run_bench(const std::string& name, const std::vector<std::stri
                             std::chrono::seconds timeout) {
   std::vector<std::string> argv{options_.bench_binary};
   for (const std::string& f : common_flags()) argv.push_back(f);
+  argv.insert(argv.end(), {"--protocol", options_.protocol});
   argv.insert(argv.end(), extra.begin(), extra.end());
   return run_to_end(name, argv, output, timeout, options_.compute_nice);
 }

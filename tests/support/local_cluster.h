@@ -60,6 +60,9 @@ struct LocalClusterOptions {
   // control plane (ZooKeeper, whose sessions then expire; the FD replicas).
   // (More than 5 delays their heartbeat thread into false positives.)
   int compute_nice = 5;
+  // The cluster's protocol (pandora-ctl init --protocol); every bench
+  // started through this cluster runs it.
+  std::string protocol = "pandora";
 };
 
 // One child process. Exit codes follow the shell: 0..255 for an exit,

@@ -422,7 +422,11 @@ int run_bench(const BenchConfig& cfg_in) {
     if (stats->pauses > 0) {
       fmt::print("stop-the-world pauses: {} ({:.3f} s parked)\n", stats->pauses, stats->paused_seconds);
     }
-    if (stats->halted_coordinators > 0 || stats->uncertain > 0) node.leaver.safe = false;
+    if (stats->halted_coordinators > 0 || stats->uncertain > 0 || stats->pause_refused) node.leaver.safe = false;
+    if (stats->pause_refused) {
+      fmt::print("a stop-the-world pause was refused: this node needs recovery itself (a halted coordinator or a "
+                 "broken link), so it stopped without leaving; the recovery coordinator recovers it as failed\n");
+    }
     if (stats->fenced) fenced.store(true, std::memory_order_release);
     if (stats->halted_coordinators > 0) {
       fmt::print("{} coordinator(s) stopped after leaving a logged transaction to recovery\n",

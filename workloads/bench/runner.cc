@@ -98,11 +98,29 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
   std::atomic<uint64_t> acked{0};
   std::atomic<uint32_t> pauses{0};
   std::atomic<uint64_t> paused_ns{0};
+  // Raised (before the coordinator parks or counts as finished) when a
+  // coordinator halted with a transaction or a latch CAS left to recovery,
+  // or a link broke: operations of this node may still land, or latches it
+  // may hold are not its live coordinators' to release. Such a node must
+  // never acknowledge a stop-the-world pause - the scan would release
+  // latches under writes that land later - so it refuses, stops, and is
+  // recovered as a failed node in that same pause.
+  std::atomic<bool> needs_recovery{false};
+  std::atomic<bool> pause_refused{false};
+  // Raised by the first coordinator that finds this node fenced or a memory
+  // node lost: nothing can commit any more, so all stop at once.
+  std::atomic<bool> give_up{false};
   auto park = [&](Coordinator& c, uint64_t epoch) {
     const Clock::time_point p0 = Clock::now();
     parked.fetch_add(1, std::memory_order_acq_rel);
     while (options.pause_requested() == epoch) {
       const bool all = parked.load(std::memory_order_acquire) + finished.load(std::memory_order_acquire) >= live_total;
+      // Read after the counts: a coordinator raises it before it parks or finishes.
+      if (needs_recovery.load(std::memory_order_acquire)) {
+        pause_refused.store(true, std::memory_order_release);
+        give_up.store(true, std::memory_order_release);
+        break;
+      }
       if (all) {
         if (acked.exchange(epoch, std::memory_order_acq_rel) != epoch) {
           pauses.fetch_add(1, std::memory_order_relaxed);
@@ -119,10 +137,6 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
                           std::memory_order_relaxed);
     }
   };
-
-  // Raised by the first coordinator that finds this node fenced or a memory
-  // node lost: nothing can commit any more, so all stop at once.
-  std::atomic<bool> give_up{false};
 
   auto task = [&](Coordinator& c) {
     CoordinatorSlot& s = *slots.at(c.id());
@@ -174,6 +188,7 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
       // more; stop at once instead of retrying (recovery decides the rest).
       const bool hopeless = s.fenced || s.lost_node.has_value();
       if (hopeless) give_up.store(true, std::memory_order_release);
+      if (hopeless || c.engine().halted()) needs_recovery.store(true, std::memory_order_release);
       if (!measuring) {
         if (hopeless) break;
         continue;
@@ -193,7 +208,10 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
     // The last transaction's latch releases complete after its commit
     // reported: wait for them; one that failed halts the coordinator now.
     c.ops().wait_all();
-    if (c.engine().halted()) s.halted = true;
+    if (c.engine().halted()) {
+      s.halted = true;
+      needs_recovery.store(true, std::memory_order_release);
+    }
     finished.fetch_add(1, std::memory_order_acq_rel);
     s.window_end = c.engine().counters();
     if (!measuring) s.window_start = s.window_end;
@@ -254,6 +272,7 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
       std::chrono::duration_cast<std::chrono::nanoseconds>(start_realtime.time_since_epoch()).count());
   r.warmup = options.warmup;
   r.pauses = pauses.load();
+  r.pause_refused = pause_refused.load();
   r.paused_seconds = static_cast<double>(paused_ns.load()) / 1e9;
   for (const auto& s : slots) {
     r.attempts += s->attempts;

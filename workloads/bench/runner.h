@@ -58,7 +58,8 @@ struct RunOptions {
   // Stop-the-world pauses (ford's recovery): when pause_requested() returns
   // a non-zero epoch, every coordinator parks between transactions; once
   // all are parked ack_pause(epoch) is called (once per epoch), and they
-  // resume when pause_requested() returns something else. Both optional.
+  // resume when pause_requested() returns something else. A node that
+  // needs recovery never acknowledges (RunStats::pause_refused). Both optional.
   std::function<uint64_t()> pause_requested;
   std::function<void(uint64_t)> ack_pause;
 };
@@ -87,6 +88,10 @@ struct RunStats {
   // broke, and how (kDisconnected, kTimeout, ...); the run stopped then.
   std::optional<uint32_t> lost_node;
   Errc lost_node_error = Errc::kOk;
+  // A stop-the-world pause came while this node needed recovery (a
+  // halted coordinator, a broken link): it did not acknowledge, every
+  // coordinator stopped, and the node must be recovered as failed.
+  bool pause_refused = false;
   uint32_t pauses = 0;                           // stop-the-world pauses this node parked for
   double paused_seconds = 0;                     // wall time spent parked (all coordinators)
   uint64_t total_commits = 0;
