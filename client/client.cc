@@ -14,6 +14,7 @@
 #include "compute/cluster.h"
 #include "compute/compute_config.h"
 #include "compute/loader.h"
+#include "compute/pause_gate.h"
 #include "recovery/membership.h"
 
 namespace pandora {
@@ -33,6 +34,18 @@ struct ClientState {
   }
 
   Logger logger;
+  // ford's stop-the-world pauses park the sessions here. Declared before
+  // the membership, whose thread feeds it: destroyed after it.
+  PauseGate gate{[this](uint64_t e) {
+                   if (membership) membership->ack_pause(e);
+                 },
+                 [this](uint64_t e) {
+                   logger.error("refusing stop-the-world pause {}: a session halted with a transaction left to "
+                                "recovery, so this node must be recovered itself; it stops heartbeating to be "
+                                "declared failed",
+                                e);
+                   if (membership) membership->stop_heartbeats();
+                 }};
   // Declared before the cluster: destroyed after it.
   std::unique_ptr<Membership> membership;
   std::unique_ptr<Cluster> cluster;
@@ -55,10 +68,27 @@ class PooledSession final : public Session {
       : state_(std::move(state)), coordinator_(coordinator), client_(std::move(client)) {}
   ~PooledSession() override;
 
-  void run(const std::function<void(Txn&)>& body) override { client_->run(body); }
-  CommitOutcome transact(const std::function<AbortReason(Txn&)>& body) override { return client_->transact(body); }
+  // Each call is one stretch the pause gate waits for (a run() may hold
+  // several transactions; it is not parked inside).
+  void run(const std::function<void(Txn&)>& body) override {
+    state_->gate.enter();
+    client_->run(body);
+    state_->gate.leave(client_->engine().halted());
+  }
+  CommitOutcome transact(const std::function<AbortReason(Txn&)>& body) override {
+    state_->gate.enter();
+    CommitOutcome o = client_->transact(body);
+    state_->gate.leave(client_->engine().halted());
+    return o;
+  }
+  // Attempt by attempt, so a pause can come between two retries.
   CommitOutcome transact_retry(const std::function<AbortReason(Txn&)>& body, int attempts) override {
-    return client_->transact_retry(body, attempts);
+    CommitOutcome out;
+    for (int i = 0; i < attempts; ++i) {
+      out = transact(body);
+      if (out.committed || !is_conflict(out.reason)) return out;
+    }
+    return out;
   }
 
  private:
@@ -144,6 +174,9 @@ Result<std::unique_ptr<Client>> Client::connect(const ClientOptions& options) {
   if (state->membership) {
     state->detach.reset(state->membership.get());
     if (Status s = state->membership->attach(state->cluster->failed_ids()); !s) return s;
+    if (state->cluster->config().protocol == ProtocolMode::kFord) {
+      state->membership->on_pause([gate = &state->gate](uint64_t e) { gate->set_epoch(e); });
+    }
   }
   // No directory yet is fine (create_tables() follows); one this process
   // cannot use (another cluster's, lanes that do not fit) is an error now.

@@ -41,7 +41,7 @@ CommitOutcome BlockingClient::transact_retry(const std::function<AbortReason(Txn
   for (int i = 0; i < attempts; ++i) {
     out = transact(body);
     if (out.committed) return out;
-    if (out.reason != AbortReason::kLatched && out.reason != AbortReason::kValidationFailed) return out;
+    if (!is_conflict(out.reason)) return out;
   }
   return out;
 }

@@ -102,6 +102,7 @@ void Membership::stop_threads() {
   }
   cv_.notify_all();
   if (watcher_.joinable()) watcher_.join();
+  std::lock_guard<std::mutex> g(link_mu_);
   link_.reset();
 }
 
@@ -250,7 +251,10 @@ void Membership::refresh_failed() {
 }
 
 void Membership::refresh_replicas() {
-  if (!link_) return;
+  {
+    std::lock_guard<std::mutex> g(link_mu_);
+    if (!link_) return;
+  }
   auto reps = registry_->watch_replicas(raiser(&replicas_changed_));
   if (!reps) {
     logger_.warn("reading the FD replicas from ZooKeeper: {}", reps.status().to_string());
@@ -260,6 +264,8 @@ void Membership::refresh_replicas() {
   }
   std::vector<Endpoint> to;
   for (const auto& [id, ep] : *reps) to.push_back(ep);
+  std::lock_guard<std::mutex> g(link_mu_);
+  if (!link_) return;  // stopped meanwhile
   if (Status s = link_->set_replicas(std::move(to)); !s) logger_.warn("FD replicas: {}", s.to_string());
 }
 
@@ -284,6 +290,27 @@ void Membership::refresh_pause() {
     if (*epoch) logger_.info("stop-the-world pause {} requested: parking", *epoch);
     else logger_.info("pause over: resuming");
   }
+  std::function<void(uint64_t)> f;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    f = on_pause_;
+  }
+  if (f) f(*epoch);
+}
+
+void Membership::on_pause(std::function<void(uint64_t)> f) {
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    on_pause_ = std::move(f);
+    pause_changed_ = true;  // deliver the current epoch
+  }
+  cv_.notify_all();
+}
+
+void Membership::stop_heartbeats() {
+  std::lock_guard<std::mutex> g(link_mu_);
+  if (link_) logger_.error("stopping heartbeats: this node (pid {}) must be recovered", record_.pid);
+  link_.reset();
 }
 
 void Membership::reopen_registry() {

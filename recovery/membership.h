@@ -90,6 +90,14 @@ class Membership {
   // `epoch`: acknowledge it to the recovery coordinator (through
   // ZooKeeper, from this object's own thread; returns at once).
   void ack_pause(uint64_t epoch);
+  // Called on an internal thread with the pause epoch (0: none) each time
+  // it is read from ZooKeeper, and once soon after this call: feeds a
+  // PauseGate (compute/pause_gate.h). Idempotent calls; set it once.
+  void on_pause(std::function<void(uint64_t)> f);
+  // Stops this node's heartbeats for good: the failure detector declares
+  // it failed, fences and recovers it. For a node that needs recovery
+  // itself and has no other way to say so (it refused a pause).
+  void stop_heartbeats();
 
   // Pid recycling generations this member has acknowledged (tests).
   uint64_t recycles_acknowledged() const { return recycles_acked_.load(std::memory_order_relaxed); }
@@ -143,6 +151,8 @@ class Membership {
   std::atomic<uint64_t> pause_epoch_{0};
   bool closing_ = false;          // guarded by mu_
   std::function<void()> on_fenced_;
+  std::function<void(uint64_t)> on_pause_;  // guarded by mu_
+  std::mutex link_mu_;  // link_ stopped by stop_heartbeats() vs. stop_threads()
   std::thread watcher_;
 };
 

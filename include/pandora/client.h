@@ -18,7 +18,10 @@
 //    process by heartbeats and recovers it if it dies, and the memory node
 //    list comes from the cluster record.
 // Either way the library assigns every session its coordinator and log
-// lane; an application never picks one.
+// lane; an application never picks one. On a managed ford cluster, when
+// another compute node fails, recovery stops the world: a session's next
+// transact()/run() waits until the pause is over (the process keeps
+// running; calls already inside a transaction finish first).
 #pragma once
 
 #include <cstdint>

@@ -46,6 +46,12 @@ enum class AbortReason : uint8_t {
 
 std::string_view abort_reason_name(AbortReason r);
 
+// A conflict with another transaction (kLatched, kValidationFailed): the
+// same transaction may commit if run again. Every other abort would repeat.
+constexpr bool is_conflict(AbortReason r) {
+  return r == AbortReason::kLatched || r == AbortReason::kValidationFailed;
+}
+
 struct CommitOutcome {
   bool committed = false;
   AbortReason reason = AbortReason::kNone;  // when !committed
