@@ -332,5 +332,43 @@ TEST(Plot, DrawsBarsAndTimelineToPng) {
   EXPECT_TRUE(slurp(none).empty());
 }
 
+// workloads/bench/compare_table.py on compare_protocols.sh's report names,
+// with a --versus build: the per-round ratio this/versus is computed within
+// each round and its median printed; a run that failed its check fails it.
+TEST(CompareTable, RatiosAgainstAVersusBuildArePerRound) {
+  testing::TempDir dir;
+  const std::string table = std::string(PANDORA_SOURCE_DIR) + "/workloads/bench/compare_table.py";
+  // Rounds 1..3: this build 1000, 1100, 1200 commits/s; versus 1000, 1000, 1000.
+  for (int r = 1; r <= 3; ++r) {
+    for (const char* protocol : {"pandora", "ford"}) {
+      for (bool versus : {false, true}) {
+        BenchReport rep = sample(2, 0, 50, 10'000);
+        rep.protocol = protocol;
+        rep.run->commits_per_second = versus ? 1000.0 : 900.0 + 100.0 * r;
+        rep.check.ran = true;
+        rep.check.passed = true;
+        const std::string name = fmt::format("{}/shm__micro100__r{}__{}{}.json", dir.path(), r, protocol,
+                                             versus ? "__versus" : "");
+        ASSERT_TRUE(write_report_files(rep, name, ""));
+      }
+    }
+  }
+  std::string out;
+  ASSERT_EQ(testing::run_command({python(), table, dir.path()}, &out, 60), 0) << out;
+  EXPECT_NE(out.find("this build against --versus"), std::string::npos) << out;
+  // Per round 1.0, 1.1, 1.2: median 1.100 [1.00..1.20], both protocols.
+  EXPECT_NE(out.find("shm     micro100   pandora           3        1100        1000     1.100 [1.00..1.20]"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("all 12 runs passed"), std::string::npos) << out;
+
+  BenchReport failed = sample(2, 0, 50, 10'000);
+  failed.check.ran = true;
+  failed.check.passed = false;
+  ASSERT_TRUE(write_report_files(failed, dir.path() + "/shm__micro100__r2__ford__versus.json", ""));
+  EXPECT_EQ(testing::run_command({python(), table, dir.path()}, &out, 60), 1) << out;
+  EXPECT_NE(out.find("failed their consistency check"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace pandora::workloads

@@ -47,6 +47,11 @@ Options:
                                                   [micro50,micro100,smallbank]
   --run-timeout-s N    give up on one pandora-bench run after N s (a hung run
                        fails the script instead of blocking it)    [seconds + warm-up + 120]
+  --versus DIR         a second build to compare with (e.g. a worktree of an
+                       older commit): its pandora-bench runs right after
+                       (odd rounds) or before (even rounds) this build's for
+                       every protocol, against the same daemons and load, and
+                       the table adds this/versus ratios per round
   --out DIR            keep the JSON reports and logs here    [a temp dir, removed]
   -h, --help           this help
 
@@ -72,6 +77,7 @@ rdma_device=""
 run_timeout=""
 workloads="micro50,micro100,smallbank"
 out=""
+versus=""
 
 need_value() { [[ $# -ge 2 && -n "$2" ]] || die "option $1 needs a value"; }
 while [[ $# -gt 0 ]]; do
@@ -91,6 +97,7 @@ while [[ $# -gt 0 ]]; do
     --run-timeout-s) need_value "$@"; run_timeout="$2"; shift 2 ;;
     --workloads) need_value "$@"; workloads="$2"; shift 2 ;;
     --out) need_value "$@"; out="$2"; shift 2 ;;
+    --versus) need_value "$@"; versus="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown option '$1'" ;;
   esac
@@ -116,9 +123,17 @@ bench="$build/workloads/bench/pandora-bench"
 memd="$build/memory/pandora-memd"
 [[ -x "$bench" ]] || die "pandora-bench not found at $bench (ninja -C $build pandora-bench)"
 [[ -x "$memd" ]] || die "pandora-memd not found at $memd (ninja -C $build pandora-memd)"
-if grep -q "fsanitize=address" "$build/build.ninja" 2>/dev/null; then
-  echo "compare_protocols.sh: warning: $build is a sanitizer build; numbers will be far below a Release build" >&2
+versus_bench=""
+if [[ -n "$versus" ]]; then
+  versus="$(cd -- "$versus" 2>/dev/null && pwd -P)" || die "no build directory at --versus"
+  versus_bench="$versus/workloads/bench/pandora-bench"
+  [[ -x "$versus_bench" ]] || die "pandora-bench not found at $versus_bench (ninja -C $versus pandora-bench)"
 fi
+for b in "$build" ${versus:+"$versus"}; do
+  if grep -q "fsanitize=address" "$b/build.ninja" 2>/dev/null; then
+    echo "compare_protocols.sh: warning: $b is a sanitizer build; numbers will be far below a Release build" >&2
+  fi
+done
 
 state="$(mktemp -d "${TMPDIR:-/tmp}/pandora-compare.XXXXXX")"
 region_dir="/dev/shm/pandora-$user/compare-$$"
@@ -158,12 +173,13 @@ common=(--memory-nodes "$(cat "$state/endpoints")" --cluster-id "$(cat "$state/c
         --replicas "$replicas" --log-level error)
 [[ -z "$rdma_device" ]] || common+=(--rdma-device "$rdma_device")
 
-# run_bench LOG_NAME ARGS...: runs pandora-bench in the background (so the
-# trap can stop it by pid) and fails the script if it fails.
+# run_bench LOG_NAME ARGS...: runs pandora-bench ($run_with, default this
+# build's) in the background (so the trap can stop it by pid) and fails the
+# script if it fails.
 run_bench() {
   local name="$1"
   shift
-  "$bench" "${common[@]}" "$@" >"$out/$name.log" 2>&1 &
+  "${run_with:-$bench}" "${common[@]}" "$@" >"$out/$name.log" 2>&1 &
   bench_pid=$!
   local rc=0 deadline=$((SECONDS + ${bench_timeout:-$run_timeout}))
   while kill -0 "$bench_pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.5; done
@@ -194,21 +210,33 @@ workload_args() {
   esac
 }
 
-total=$(( ${#backend_list[@]} * ${#workload_list[@]} * rounds * 3 ))
+builds=1
+[[ -z "$versus" ]] || builds=2
+total=$(( ${#backend_list[@]} * ${#workload_list[@]} * rounds * 3 * builds ))
 n=0
 for backend in "${backend_list[@]}"; do
   for wl in "${workload_list[@]}"; do
     read -r -a wargs <<<"$(workload_args "$wl")"
     for ((r = 1; r <= rounds; r++)); do
       for protocol in pandora ford log-a-latch; do
-        n=$((n + 1))
-        name="${backend}__${wl}__r${r}__${protocol}"
-        run_bench "$name" "${wargs[@]}" --backend "$backend" --protocol "$protocol" --seconds "$seconds" \
-          --warmup-seconds "$warmup" --seed "$r" --report "$out/$name.json"
-        cps="$(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["commits_per_second"]))' \
-          "$out/$name.json")"
-        printf '[%3d/%d] %-4s %-10s round %d/%d %-12s %8s commits/s\n' "$n" "$total" "$backend" "$wl" "$r" \
-          "$rounds" "$protocol" "$cps"
+        # With --versus, the two builds alternate which runs first.
+        sides=(this)
+        [[ -z "$versus" ]] || { ((r % 2)) && sides=(this versus) || sides=(versus this); }
+        for side in "${sides[@]}"; do
+          n=$((n + 1))
+          name="${backend}__${wl}__r${r}__${protocol}"
+          run_with="$bench"
+          if [[ "$side" == versus ]]; then
+            name+="__versus"
+            run_with="$versus_bench"
+          fi
+          run_with="$run_with" run_bench "$name" "${wargs[@]}" --backend "$backend" --protocol "$protocol" \
+            --seconds "$seconds" --warmup-seconds "$warmup" --seed "$r" --report "$out/$name.json"
+          cps="$(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["commits_per_second"]))' \
+            "$out/$name.json")"
+          printf '[%3d/%d] %-4s %-10s round %d/%d %-12s %-6s %8s commits/s\n' "$n" "$total" "$backend" "$wl" \
+            "$r" "$rounds" "$protocol" "$side" "$cps"
+        done
       done
     done
   done
