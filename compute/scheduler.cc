@@ -82,15 +82,14 @@ size_t Worker::step() {
   if (live_ == 0) return progress;
   ready_.swap(yielded_);  // yielded coordinators run again next round
   progress += ready_.size();
-  std::array<Completion, 64> comps;
   const size_t n = coordinators_.size();
   for (Connection* conn : raw_) {
     if (conn->outstanding() == 0) continue;
-    const size_t k = conn->poll(comps);
+    const size_t k = conn->poll(comps_);
     progress += k;
     for (size_t j = 0; j < k; ++j) {
-      const auto slot = static_cast<uint32_t>(comps[j].wr_id >> 32);
-      if (slot < n && coordinators_[slot]->ops().complete(comps[j]) && !coros_[slot]->finished()) {
+      const auto slot = static_cast<uint32_t>(comps_[j].wr_id >> 32);
+      if (slot < n && coordinators_[slot]->ops().complete(comps_[j]) && !coros_[slot]->finished()) {
         ready_.push_back(slot);
       }
     }

@@ -20,6 +20,7 @@
 // Coroutines and their ASan annotations: compute/coroutine.h.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -125,6 +126,9 @@ class Worker {
   std::vector<std::unique_ptr<Coroutine>> coros_;
   std::vector<uint32_t> ready_;
   size_t live_ = 0;
+  // step()'s completion buffer: a member, since a local array of 64
+  // Completions (default member initialisers) is zeroed on every step.
+  std::array<Completion, 64> comps_;
 };
 
 class Scheduler {
