@@ -26,6 +26,7 @@ void TxnEngine::begin() {
   const Status halt_detail = released ? Status() : ctx_.detail;
   ctx_.ops.reset();
   ctx_.items.clear();
+  ctx_.absent.clear();
   ++ctx_.seq;
   ctx_.mine = ctx_.protocol->latch_word(ctx_);
   ctx_.state = AbortReason::kNone;
@@ -93,6 +94,17 @@ ItemResult<std::span<const uint8_t>> TxnEngine::read(uint32_t table, uint64_t ke
   Item* it = nullptr;
   if (AbortReason r = txn::execute_read(ctx_, *t, table, key, &it); r != AbortReason::kNone) return abort_for(r);
   return std::span<const uint8_t>(it->value);
+}
+
+ItemResult<std::optional<std::span<const uint8_t>>> TxnEngine::read_if_present(uint32_t table, uint64_t key) {
+  const TableEntry* t = nullptr;
+  if (AbortReason r = start_call(table, &t); r != AbortReason::kNone) return r;
+  Item* it = nullptr;
+  if (AbortReason r = txn::execute_read_if_present(ctx_, *t, table, key, &it); r != AbortReason::kNone) {
+    return abort_for(r);
+  }
+  if (!it) return std::optional<std::span<const uint8_t>>();
+  return std::optional<std::span<const uint8_t>>(it->value);
 }
 
 ItemResult<std::span<uint8_t>> TxnEngine::update(uint32_t table, uint64_t key) {

@@ -62,6 +62,7 @@ class TxnEngine final : public Txn {
 
   void begin() override;
   ItemResult<std::span<const uint8_t>> read(uint32_t table, uint64_t key) override;
+  ItemResult<std::optional<std::span<const uint8_t>>> read_if_present(uint32_t table, uint64_t key) override;
   ItemResult<std::span<uint8_t>> update(uint32_t table, uint64_t key) override;
   AbortReason write(uint32_t table, uint64_t key, std::span<const uint8_t> value) override;
   AbortReason insert(uint32_t table, uint64_t key, std::span<const uint8_t> value) override;

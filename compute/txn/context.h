@@ -46,6 +46,17 @@ struct ReplicaLatch {
   RemoteOps::OpId read_op = 0;
 };
 
+// A key a read found absent (Txn::read_if_present). Validation re-reads its
+// probe path: the read holds if the key is still on no slot of it and no
+// free slot of it is latched by a live owner (an insert in progress).
+struct AbsentKey {
+  const TableEntry* t = nullptr;
+  uint32_t table_id = 0;
+  uint64_t key = 0;
+  uint16_t primary = 0;       // node index
+  std::vector<uint8_t> path;  // the re-read, max_probe buckets
+};
+
 // One object the transaction touched.
 struct Item {
   uint32_t table_id = 0;
@@ -92,6 +103,7 @@ struct TxnContext {
 
   // The current transaction.
   std::deque<Item> items;
+  std::vector<AbsentKey> absent;
   uint32_t seq = 0;
   uint64_t mine = 0;                 // the latch word this transaction CASes in
   bool has_reads = false;            // set at commit()

@@ -26,6 +26,10 @@ namespace pandora::txn {
 Item* find_item(TxnContext& ctx, uint32_t table, uint64_t key);
 
 AbortReason execute_read(TxnContext& ctx, const TableEntry& t, uint32_t table, uint64_t key, Item** out);
+// execute_read, except that a key absent from its path (or deleted by this
+// transaction) is kNone with *out null; the absence is then validated at
+// commit (AbsentKey).
+AbortReason execute_read_if_present(TxnContext& ctx, const TableEntry& t, uint32_t table, uint64_t key, Item** out);
 AbortReason execute_update(TxnContext& ctx, const TableEntry& t, uint32_t table, uint64_t key, Item** out);
 AbortReason execute_write(TxnContext& ctx, const TableEntry& t, uint32_t table, uint64_t key,
                           std::span<const uint8_t> value);

@@ -3,7 +3,8 @@
 // live owner or the version moved - and, per insert, a re-read of its probe
 // path: the key committed elsewhere -> kDuplicate; another unoccupied slot
 // on the path latched by a live owner (possibly an insert of the same key)
-// -> kValidationFailed.
+// -> kValidationFailed. A read that found a key absent re-reads its path
+// the same way: the key present or a free slot latched -> kValidationFailed.
 #pragma once
 
 #include "compute/txn/context.h"

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -82,6 +83,12 @@ class Txn {
 
   // Read-only access: the value as of this transaction.
   virtual ItemResult<std::span<const uint8_t>> read(uint32_t table, uint64_t key) = 0;
+
+  // Like read(), but a key that does not exist is an answer, not an abort:
+  // nullopt. The absence is validated at commit like any read (a concurrent
+  // insert of the key that commits first aborts this transaction with
+  // kValidationFailed), so it is serializable.
+  virtual ItemResult<std::optional<std::span<const uint8_t>>> read_if_present(uint32_t table, uint64_t key) = 0;
 
   // Read-modify-write: latches the object and returns a mutable copy of its
   // current value; whatever is in the span at commit is written.

@@ -283,6 +283,63 @@ TEST_P(EngineTest, ReadValidationSeesConcurrentCommits) {
   EXPECT_TRUE(scan_latches(*c).empty());
 }
 
+// read_if_present: absence is an answer, not an abort, and it is validated
+// like a read - an insert of the key committed in between aborts the
+// reader, while the reader's own insert and delete are its own view.
+TEST_P(EngineTest, ReadIfPresentAnswersAbsenceAndValidatesIt) {
+  auto c = load(cfg(1));
+  ASSERT_TRUE(c);
+  auto a = client(*c, 0);
+  auto b = client(*c, 1);
+  const std::vector<uint8_t> val(24, 7);
+  // Absent and present keys in one transaction that commits.
+  auto o = a->transact([&](Txn& t) {
+    auto missing = t.read_if_present(kItems, 500);
+    EXPECT_TRUE(missing) << abort_reason_name(missing.reason());
+    EXPECT_FALSE((*missing).has_value());
+    auto there = t.read_if_present(kAccounts, 3);
+    EXPECT_TRUE(there && (*there).has_value());
+    if (there && *there) EXPECT_EQ(as_i64(**there), 100);
+    return t.write(kAccounts, 4, i64_value(5));
+  });
+  ASSERT_TRUE(o.committed) << abort_reason_name(o.reason);
+  // Another coordinator inserts the key between the read and the commit.
+  o = a->transact([&](Txn& t) {
+    auto missing = t.read_if_present(kItems, 501);
+    if (!missing) return missing.reason();
+    EXPECT_FALSE((*missing).has_value());
+    EXPECT_TRUE(b->transact([&](Txn& u) { return u.insert(kItems, 501, val); }).committed);
+    return t.write(kAccounts, 4, i64_value(6));
+  });
+  EXPECT_EQ(o.reason, AbortReason::kValidationFailed) << "an absence read survived a concurrent insert";
+  EXPECT_EQ(as_i64(raw_find(*c, kAccounts, 4).value), 5);
+  // The same, read-only: still validated.
+  o = a->transact([&](Txn& t) {
+    auto missing = t.read_if_present(kItems, 502);
+    if (!missing) return missing.reason();
+    EXPECT_TRUE(b->transact([&](Txn& u) { return u.insert(kItems, 502, val); }).committed);
+    return AbortReason::kNone;
+  });
+  EXPECT_EQ(o.reason, AbortReason::kValidationFailed);
+  // Its own insert after reading the key absent commits; its own delete
+  // makes the key absent in its view.
+  o = a->transact([&](Txn& t) {
+    auto missing = t.read_if_present(kItems, 503);
+    if (!missing) return missing.reason();
+    if (AbortReason r = t.insert(kItems, 503, val); r != AbortReason::kNone) return r;
+    auto mine = t.read_if_present(kItems, 503);
+    EXPECT_TRUE(mine && (*mine).has_value());
+    if (AbortReason r = t.remove(kItems, 501); r != AbortReason::kNone) return r;
+    auto gone = t.read_if_present(kItems, 501);
+    EXPECT_TRUE(gone && !(*gone).has_value());
+    return AbortReason::kNone;
+  });
+  ASSERT_TRUE(o.committed) << abort_reason_name(o.reason);
+  EXPECT_TRUE(raw_find(*c, kItems, 503).found);
+  EXPECT_FALSE(raw_find(*c, kItems, 501).found);
+  EXPECT_TRUE(scan_latches(*c).empty());
+}
+
 // A coordinator waiting on something other than its own operations (the
 // litmus driver's pause flag) yields; the worker must run it again even
 // though none of its operations completed, while the others progress.

@@ -1,12 +1,12 @@
 // TatpWorkload::audit(): reads the tables through transactions only.
 //
-// A read of an absent key aborts the transaction (kNotFound), so a key that
-// may be absent is probed in a transaction of its own: one read, commit.
-// For each subscriber 1..N the audit probes the subscriber and its index
-// row, the 4 possible access_info and special_facility keys and the 12
-// possible call_forwarding keys (21 short read-only transactions), so it
-// finds rows that should not be there (a call_forwarding row under a
-// special facility that does not exist) as well as rows that are missing.
+// Keys that may be absent are probed with Txn::read_if_present, which
+// answers absence without aborting. For each subscriber 1..N the audit
+// probes, in one read-only transaction, the subscriber and its index row,
+// the 4 possible access_info and special_facility keys and the 12 possible
+// call_forwarding keys, so it finds rows that should not be there (a
+// call_forwarding row under a special facility that does not exist) as
+// well as rows that are missing.
 // Rows with keys outside that domain (s_id 0 or > N) cannot be found
 // without a scan below the transaction API, which this audit does not do;
 // nor does it compare replicas or look for latches of failed pids (a latch
@@ -26,9 +26,11 @@ using namespace tatp;  // NOLINT
 
 namespace {
 
-// Probes run as one task of the session's coordinator (Session::run),
-// a short transaction each: starting a task per probe costs a coroutine
-// stack each time, which dominated the audit.
+// Probes run as one task of the session's coordinator (Session::run):
+// starting a task per probe costs a coroutine stack each time. They share
+// one read-only transaction per subscriber (finish() commits it); a probe
+// that aborts it (a latch left held) is a problem, and the next probe
+// starts a new one.
 class Prober {
  public:
   Prober(Txn& txn, Audit& audit) : txn_(txn), audit_(audit) {}
@@ -36,33 +38,42 @@ class Prober {
   // The row's value, nullopt when absent (or unreadable: then a problem is
   // recorded). Fails only when memory could not be read.
   Result<std::optional<std::vector<uint8_t>>> probe(uint32_t table, uint64_t key, std::string_view what) {
-    txn_.begin();
-    auto v = txn_.read(table, key);
-    AbortReason r = v.reason();
-    std::vector<uint8_t> value;
+    if (!open_) txn_.begin();
+    open_ = true;
+    auto v = txn_.read_if_present(table, key);
     if (v) {
-      value.assign((*v).begin(), (*v).end());
-      const CommitOutcome o = txn_.commit();
-      r = o.committed ? AbortReason::kNone : o.reason;
-    } else {
-      txn_.abort();
-    }
-    if (r == AbortReason::kNone) {
+      if (!*v) return std::optional<std::vector<uint8_t>>();
       ++audit_.rows;
-      return std::optional<std::vector<uint8_t>>(std::move(value));
+      return std::optional<std::vector<uint8_t>>(std::vector<uint8_t>((**v).begin(), (**v).end()));
     }
-    if (r == AbortReason::kNotFound) return std::optional<std::vector<uint8_t>>();
+    open_ = false;  // the engine aborted it
+    if (Status s = unreadable(v.reason(), what); !s) return s;
+    return std::optional<std::vector<uint8_t>>();
+  }
+
+  // Commits the transaction of the probes since the last finish().
+  Status finish(std::string_view what) {
+    if (!open_) return Status::ok();
+    open_ = false;
+    const CommitOutcome o = txn_.commit();
+    return o.committed ? Status::ok() : unreadable(o.reason, what);
+  }
+
+ private:
+  // A read or commit failed for `r`: an error when memory cannot be read,
+  // else a problem of the data (recorded).
+  Status unreadable(AbortReason r, std::string_view what) {
     if (r == AbortReason::kTransport || r == AbortReason::kInvalid) {
       return Status(r == AbortReason::kInvalid ? Errc::kInvalidArgument : Errc::kDisconnected,
                     fmt::format("reading {}: {}", what, abort_reason_name(r)));
     }
     audit_.problem(fmt::format("{} could not be read: {} (a latch left held?)", what, abort_reason_name(r)));
-    return std::optional<std::vector<uint8_t>>();
+    return Status::ok();
   }
 
- private:
   Txn& txn_;
   Audit& audit_;
+  bool open_ = false;
 };
 
 // Probes the 4 keys of a table keyed (s_id, type 1..4) for subscriber s and
@@ -145,6 +156,7 @@ Result<int64_t> audit_subscribers(uint64_t n, Prober& p, Audit& a) {
         }
       }
     }
+    if (Status st = p.finish(sid + "'s rows"); !st) return st;
   }
   return call_forwarding;
 }
