@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   sim::SimOptions o;
   uint64_t memory_nodes = o.memory_nodes, replicas = o.replicas, compute_nodes = o.compute_nodes,
            coordinators = o.coordinators, instances = o.instances, txns = o.txns, assert_every = o.assert_every,
-           crash_every = 4000, step_crash_every = 2000, disconnect_every = 20000, leader_crash_every = 300, max_crashes = o.max_crashes,
+           crash_every = 4000, step_crash_every = 2000, disconnect_every = 20000, leader_crash_every = 300, false_positive_every = 0, max_crashes = o.max_crashes,
            detect_delay = o.detect_delay, max_events = o.max_events;
   bool expect_failure = false, verbose = false, no_history = false;
   OptionSet opts("pandora-sim",
@@ -66,6 +66,9 @@ int main(int argc, char** argv) {
   opts.add_u64("step-crash-every", &step_crash_every,
                "a node crashes at one in N completed protocol steps (compute/step_hook.h; 0: never)");
   opts.add_u64("disconnect-every", &disconnect_every, "a connection breaks once in N events (0: never)");
+  opts.add_u64("false-positive-every", &false_positive_every,
+               "the detector declares a live compute node failed once in N events: it is fenced and recovered "
+               "while it runs (0: never)");
   opts.add_u64("leader-crash-every", &leader_crash_every,
                "a running recovery leader crashes once in N events (0: never)");
   opts.add_u64("max-crashes", &max_crashes, "compute-node crashes and broken links per seed", 0, 1000);
@@ -110,6 +113,7 @@ int main(int argc, char** argv) {
   o.crash_probability = one_in(crash_every);
   o.step_crash_probability = one_in(step_crash_every);
   o.disconnect_probability = one_in(disconnect_every);
+  o.false_positive_probability = one_in(false_positive_every);
   o.leader_crash_probability = one_in(leader_crash_every);
   o.max_crashes = static_cast<uint32_t>(max_crashes);
   o.detect_delay = static_cast<uint32_t>(detect_delay);
@@ -145,6 +149,7 @@ int main(int argc, char** argv) {
     sum.crashes_mid_batch += r.crashes_mid_batch;
     sum.step_crashes += r.step_crashes;
     sum.disconnects += r.disconnects;
+    sum.false_positives += r.false_positives;
     sum.halts += r.halts;
     sum.recoveries += r.recoveries;
     sum.leader_crashes += r.leader_crashes;
@@ -172,7 +177,7 @@ int main(int argc, char** argv) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   printf("%llu seeds, %llu failed, %.1f s (%.0f seeds/s); %llu events, %llu operations, %llu commits, %llu aborts, "
          "%llu asserts; %llu crashes (%llu with operations in flight, %llu inside a multi-node batch, %llu at a "
-         "protocol step), %llu broken links, %llu halts, %llu recoveries (%llu rolled forward, %llu rolled back, %llu latches swept), %llu "
+         "protocol step), %llu broken links, %llu false positives, %llu halts, %llu recoveries (%llu rolled forward, %llu rolled back, %llu latches swept), %llu "
          "recovery leaders crashed, %llu stop-the-world pauses\n",
          static_cast<unsigned long long>(ran), static_cast<unsigned long long>(failed), secs,
          secs > 0 ? static_cast<double>(ran) / secs : 0.0, static_cast<unsigned long long>(sum.events),
@@ -180,7 +185,7 @@ int main(int argc, char** argv) {
          static_cast<unsigned long long>(sum.aborts), static_cast<unsigned long long>(sum.asserts),
          static_cast<unsigned long long>(sum.crashes), static_cast<unsigned long long>(sum.crashes_in_flight),
          static_cast<unsigned long long>(sum.crashes_mid_batch), static_cast<unsigned long long>(sum.step_crashes),
-         static_cast<unsigned long long>(sum.disconnects),
+         static_cast<unsigned long long>(sum.disconnects), static_cast<unsigned long long>(sum.false_positives),
          static_cast<unsigned long long>(sum.halts), static_cast<unsigned long long>(sum.recoveries),
          static_cast<unsigned long long>(sum.rolled_forward), static_cast<unsigned long long>(sum.rolled_back),
          static_cast<unsigned long long>(sum.swept), static_cast<unsigned long long>(sum.leader_crashes),

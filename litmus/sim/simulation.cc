@@ -62,6 +62,7 @@ struct Node {
   bool alive = true;
   bool needs_recovery = false;  // a coordinator halted
   uint64_t doom_at = 0;         // a broken link: crash at this event (0: no)
+  bool suspected = false;       // declared failed while alive (a false positive): recovered once
   std::vector<uint16_t> recovering;  // kLeader: the dead pids (one; ford: all dead in the pause)
   uint32_t parked = 0;          // kCompute, ford: coordinators parked for a stop-the-world pause
   uint32_t returned = 0;        // kCompute: coordinators whose task returned (they hold nothing)
@@ -323,6 +324,13 @@ void World::compute_task(Node& node, Coordinator& co) {
       --node.parked;
       continue;
     }
+    if (net_.fenced(node.pid)) {
+      // Declared failed while alive (a false positive) and fenced: a real
+      // node exits (pandora-bench: code 6); this one is crashed, and its
+      // recovery, queued by the detector, happens once.
+      node.needs_recovery = true;
+      return;
+    }
     if (co.engine().halted()) {
       // Its node must be recovered: the scheduler crashes it (a real node
       // is restarted by its operator or the failure detector).
@@ -500,6 +508,9 @@ void World::crash(Node& n) {
   }
   net_.crash(n.pid);
   n.alive = false;
+  // A false positive's recovery is already queued or done: the process
+  // ending adds nothing to recover.
+  if (n.suspected) return;
   if (n.role == Role::kLeader) {
     ++r_.leader_crashes;
     ++leader_attempts_;
@@ -524,7 +535,7 @@ void World::faults() {
     if (n->role != Role::kCompute || !n->alive) continue;
     if (n->needs_recovery || (n->doom_at != 0 && r_.events >= n->doom_at)) crash(*n);
   }
-  if (stopping_ || r_.crashes + r_.disconnects >= o_.max_crashes) return;
+  if (stopping_ || r_.crashes + r_.disconnects + r_.false_positives >= o_.max_crashes) return;
   std::vector<Node*> live;
   for (auto& n : nodes_) {
     if (n->role == Role::kCompute && n->alive && n->doom_at == 0) live.push_back(n.get());
@@ -532,6 +543,16 @@ void World::faults() {
   if (live.empty()) return;
   if (rng.chance(o_.crash_probability)) {
     crash(*live[rng.below(live.size())]);
+  } else if (o_.false_positive_probability > 0 && rng.chance(o_.false_positive_probability)) {
+    std::vector<Node*> unsuspected;
+    for (Node* n : live) {
+      if (!n->suspected) unsuspected.push_back(n);
+    }
+    if (unsuspected.empty()) return;
+    Node& n = *unsuspected[rng.below(unsuspected.size())];
+    n.suspected = true;
+    ++r_.false_positives;
+    undetected_.emplace_back(n.pid, r_.events + 1 + rng.below(o_.detect_delay));
   } else if (rng.chance(o_.disconnect_probability)) {
     Node& n = *live[rng.below(live.size())];
     // One of its worker connections (the last node_count() it opened).

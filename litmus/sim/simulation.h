@@ -20,7 +20,9 @@
 //    may crash a compute node (with `crash_probability` per event), break
 //    one of its connections (`disconnect_probability`; the node is then
 //    crashed a little later, as a node whose link broke must be restarted),
-//    or crash the recovery leader (`leader_crash_probability`). Crashes fall
+//    crash the recovery leader (`leader_crash_probability`), or declare a
+//    live node failed (`false_positive_probability`: fenced and recovered
+//    while it runs; it stops once it finds itself fenced). Crashes fall
 //    between any two operations, so a batch sent to several memory nodes
 //    lands in part. Nodes also crash at completed protocol steps
 //    (`step_crash_probability`, through compute/step_hook.h).
@@ -76,6 +78,11 @@ struct SimOptions {
   // there. Complements the per-event crashes with the protocol's own
   // boundaries, the way the litmus driver's crash points do.
   double step_crash_probability = 1.0 / 2000;
+  // The detector declares a live compute node failed (a false positive)
+  // with this probability per event: it is fenced and recovered while it
+  // runs, and stops when it finds itself fenced. 0 (the default) draws no
+  // random number, so the runs of other options are unchanged.
+  double false_positive_probability = 0;
   uint32_t max_crashes = 6;      // compute-node crashes and disconnects per run
   uint32_t detect_delay = 400;   // events until a crash is detected: uniform in [1, N]
   uint64_t max_events = 5'000'000;
@@ -94,6 +101,7 @@ struct SimResult {
   uint64_t crashes_mid_batch = 0;  // ... with operations in flight to two or more memory nodes
   uint64_t step_crashes = 0;     // ... at a completed protocol step (step_crash_probability)
   uint64_t disconnects = 0;
+  uint64_t false_positives = 0;  // live nodes declared failed, fenced and recovered while running
   uint64_t halts = 0;            // coordinators that halted (their node needs recovery)
   uint64_t recoveries = 0;       // pids recovered
   uint64_t leader_crashes = 0;

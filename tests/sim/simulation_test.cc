@@ -83,6 +83,36 @@ TEST(Simulation, CleanRunsHoldPandora) { clean_range(ProtocolMode::kPandora, "al
 TEST(Simulation, CleanRunsHoldLogALatch) { clean_range(ProtocolMode::kLogALatch, "all"); }
 TEST(Simulation, CleanRunsHoldFord) { clean_range(ProtocolMode::kFord, "all"); }
 
+// False positives of the detector: a live node is declared failed, fenced
+// at every memory node and recovered while it keeps running; it must stop
+// when it finds itself fenced, nothing it sends after the fence may land,
+// and the history and asserts must hold, in every protocol (ford: its
+// recovery stops the world with the suspect still alive).
+TEST(Simulation, FalsePositivesAreFencedAndRecoveredWhileTheyRun) {
+  for (ProtocolMode mode : {ProtocolMode::kPandora, ProtocolMode::kFord, ProtocolMode::kLogALatch}) {
+    uint64_t false_positives = 0, recoveries = 0, crashes = 0;
+    for (uint64_t seed = 1; seed <= 12; ++seed) {
+      SimOptions o;
+      o.protocol = mode;
+      o.test = "all";
+      o.seed = seed;
+      o.crash_probability = 1.0 / 4000;
+      o.false_positive_probability = 1.0 / 1500;
+      const SimResult r = simulate(o);
+      ASSERT_TRUE(r.error.is_ok()) << r.error.to_string();
+      ASSERT_TRUE(r.failure.empty()) << protocol_name(mode) << " seed " << seed << ": " << r.failure;
+      EXPECT_EQ(r.recoveries, r.crashes + r.false_positives) << protocol_name(mode) << " seed " << seed;
+      false_positives += r.false_positives;
+      recoveries += r.recoveries;
+      crashes += r.crashes;
+    }
+    printf("%s: %llu false positives, %llu crashes, %llu recoveries over 12 seeds\n",
+           std::string(protocol_name(mode)).c_str(), static_cast<unsigned long long>(false_positives),
+           static_cast<unsigned long long>(crashes), static_cast<unsigned long long>(recoveries));
+    EXPECT_GE(false_positives, 6u) << protocol_name(mode);
+  }
+}
+
 TEST(Simulation, OneSeedReplaysOneRun) {
   SimOptions o = crashy(ProtocolMode::kPandora, "extended");
   o.seed = 77;
