@@ -5,6 +5,29 @@
 
 namespace pandora::txn {
 
+void Item::recycle() {
+  // Every field from a fresh Item except the buffers, which keep their
+  // capacity (so a field added later is reset without being listed here).
+  Item fresh;
+  fresh.latches.swap(latches);
+  fresh.image.swap(image);
+  fresh.value.swap(value);
+  fresh.undo.swap(undo);
+  fresh.commit_buf.swap(commit_buf);
+  fresh.pre_image.swap(pre_image);
+  fresh.ford_undo.swap(ford_undo);
+  fresh.path.swap(path);
+  *this = std::move(fresh);
+  latches.clear();
+  image.clear();
+  value.clear();
+  undo.clear();
+  commit_buf.clear();
+  pre_image.clear();
+  ford_undo.clear();
+  path.clear();
+}
+
 TxnContext::TxnContext(Cluster& cluster_, RemoteOps& ops_, AddressCache& cache_, uint16_t coordinator_)
     : cluster(cluster_),
       dir(cluster_.directory()),

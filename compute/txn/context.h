@@ -84,6 +84,42 @@ struct Item {
   bool is_write() const { return access != Access::kRead; }
   // Written at commit (a noop item was inserted and removed again).
   bool installs() const { return access != Access::kRead && access != Access::kNoop; }
+
+  // Back to a fresh Item, keeping its buffers' capacity (ItemList).
+  void recycle();
+};
+
+// The items of the current transaction: a deque (an Item's address holds
+// while the transaction adds more) whose Items are recycled across
+// transactions. clear() keeps them and their buffers, so a warmed-up
+// coordinator allocates nothing per item (perf: malloc and free were 7-9%
+// of a shm run when every transaction freed its items' buffers).
+class ItemList {
+ public:
+  using iterator = std::deque<Item>::iterator;
+  using const_iterator = std::deque<Item>::const_iterator;
+
+  Item& emplace_back() {
+    if (used_ == store_.size()) {
+      store_.emplace_back();
+    } else {
+      store_[used_].recycle();
+    }
+    return store_[used_++];
+  }
+  void pop_back() { --used_; }
+  void clear() { used_ = 0; }
+  bool empty() const { return used_ == 0; }
+  size_t size() const { return used_; }
+  Item& back() { return store_[used_ - 1]; }
+  iterator begin() { return store_.begin(); }
+  iterator end() { return store_.begin() + static_cast<std::ptrdiff_t>(used_); }
+  const_iterator begin() const { return store_.begin(); }
+  const_iterator end() const { return store_.begin() + static_cast<std::ptrdiff_t>(used_); }
+
+ private:
+  std::deque<Item> store_;
+  size_t used_ = 0;
 };
 
 struct TxnContext {
@@ -102,7 +138,7 @@ struct TxnContext {
   TxnPlan plan;
 
   // The current transaction.
-  std::deque<Item> items;
+  ItemList items;
   std::vector<AbsentKey> absent;
   uint32_t seq = 0;
   uint64_t mine = 0;                 // the latch word this transaction CASes in
