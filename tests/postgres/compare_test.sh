@@ -106,7 +106,7 @@ if [[ -n "$unknown" ]]; then
   grep -q "does not know workload '$unknown'" "$work/unknown.log" || fail "unclear message: $(cat "$work/unknown.log")"
 fi
 bash "$root/deploy/compare/compare.sh" --build "$build" --workloads "$workloads" --pg-only-if-unknown --rounds 1 \
-  --seconds 2 --warmup-seconds 1 --threads 1 --coordinators 4 --accounts 10000 --subscribers 10000 \
+  --seconds 2 --warmup-seconds 1 --threads 1 --coordinators 4 --accounts 5000 --subscribers 2000 \
   --warehouses 1 --region-size 1G --out "$work/out" | tee "$work/compare.log"
 grep -qE '^workload +system +commits/s +p50 us +p99 us +abort % +retry % +check' "$work/compare.log" ||
   fail "no table header"
