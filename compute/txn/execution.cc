@@ -113,24 +113,21 @@ AbortReason execute_read(TxnContext& ctx, const TableEntry& t, uint32_t table, u
 }
 
 AbortReason execute_read_if_present(TxnContext& ctx, const TableEntry& t, uint32_t table, uint64_t key, Item** out) {
-  *out = nullptr;
-  if (Item* it = find_item(ctx, table, key)) {
-    // Removed by this transaction (it holds the latch): absent in its view.
-    if (it->access == Access::kDelete || it->access == Access::kNoop) return AbortReason::kNone;
-    *out = it;
-    return AbortReason::kNone;
-  }
+  const size_t items = ctx.items.size();
   const AbortReason r = execute_read(ctx, t, table, key, out);
   if (r != AbortReason::kNotFound) return r;
-  // execute_read added the item it could not place: drop it, and remember
-  // the absence for validation instead.
-  ctx.items.pop_back();
   *out = nullptr;
+  // No item added: this transaction removed the key (it holds the latch),
+  // so it is absent in its view.
+  if (ctx.items.size() == items) return AbortReason::kNone;
+  // execute_read added the item it could not place: remember the absence
+  // for validation instead.
   AbsentKey& a = ctx.absent.emplace_back();
   a.t = &t;
   a.table_id = table;
   a.key = key;
-  a.primary = ctx.cluster.replica_indexes(ctx.cluster.placement().shard_of(table, key))[0];
+  a.primary = ctx.items.back().replicas[0];
+  ctx.items.pop_back();
   return AbortReason::kNone;
 }
 
