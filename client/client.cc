@@ -81,15 +81,6 @@ class PooledSession final : public Session {
     state_->gate.leave(client_->engine().halted());
     return o;
   }
-  // Attempt by attempt, so a pause can come between two retries.
-  CommitOutcome transact_retry(const std::function<AbortReason(Txn&)>& body, int attempts) override {
-    CommitOutcome out;
-    for (int i = 0; i < attempts; ++i) {
-      out = transact(body);
-      if (out.committed || !is_conflict(out.reason)) return out;
-    }
-    return out;
-  }
 
  private:
   std::shared_ptr<detail::ClientState> state_;

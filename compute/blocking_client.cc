@@ -36,14 +36,4 @@ CommitOutcome BlockingClient::transact(const std::function<AbortReason(Txn&)>& b
   return out;
 }
 
-CommitOutcome BlockingClient::transact_retry(const std::function<AbortReason(Txn&)>& body, int attempts) {
-  CommitOutcome out;
-  for (int i = 0; i < attempts; ++i) {
-    out = transact(body);
-    if (out.committed) return out;
-    if (!is_conflict(out.reason)) return out;
-  }
-  return out;
-}
-
 }  // namespace pandora

@@ -37,11 +37,7 @@ class BlockingClient final : public Session {
   // begin(); body; commit() if body returned kNone, else abort() and report
   // the body's reason.
   CommitOutcome transact(const std::function<AbortReason(Txn&)>& body) override;
-
-  // Retries transact() until it commits or `attempts` ran out (aborts with
-  // kLatched / kValidationFailed are the retryable ones); returns the last
-  // outcome.
-  CommitOutcome transact_retry(const std::function<AbortReason(Txn&)>& body, int attempts = 1000) override;
+  // transact_retry(): Session's (pandora/session.h).
 
   TxnEngine& engine() { return worker_->coordinator(0).engine(); }
   RemoteOps& ops() { return worker_->coordinator(0).ops(); }

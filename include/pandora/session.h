@@ -30,9 +30,18 @@ class Session {
   // the body's reason.
   virtual CommitOutcome transact(const std::function<AbortReason(Txn&)>& body) = 0;
 
-  // Retries transact() while it aborts for a conflict (kLatched,
-  // kValidationFailed), at most `attempts` times; returns the last outcome.
-  virtual CommitOutcome transact_retry(const std::function<AbortReason(Txn&)>& body, int attempts = 1000) = 0;
+  // Retries transact() while it aborts for a conflict (is_conflict), at
+  // most `attempts` times; returns the last outcome. Each attempt is one
+  // transact() call, so whatever an implementation does around a call (the
+  // client's pause gate) happens between attempts too.
+  CommitOutcome transact_retry(const std::function<AbortReason(Txn&)>& body, int attempts = 1000) {
+    CommitOutcome out;
+    for (int i = 0; i < attempts; ++i) {
+      out = transact(body);
+      if (out.committed || !is_conflict(out.reason)) return out;
+    }
+    return out;
+  }
 };
 
 }  // namespace pandora
