@@ -49,7 +49,7 @@
 #include "recovery/membership.h"
 #include "recovery/recovery_coordinator.h"
 #include "recovery/registry.h"
-#include "tests/support/local_cluster.h"
+#include "tests/recovery/cluster_binaries.h"
 #include "tests/support/memd_process.h"
 
 namespace pandora::testing {
@@ -183,11 +183,7 @@ class FailoverTest : public ::testing::Test {
   // ZooKeeper, two memds, init: no tables yet.
   void start_processes() {
     t0_ = Clock::now();
-    LocalClusterOptions o;
-    o.fd_binary = PANDORA_FAILOVER_FD;
-    o.ctl_binary = PANDORA_FAILOVER_CTL;
-    o.bench_binary = PANDORA_FAILOVER_BENCH;
-    o.memd_binary = PANDORA_FAILOVER_MEMD;
+    LocalClusterOptions o = built_cluster_options();
     o.memory_nodes = 2;
     o.protocol = protocol_;
     cluster_ = std::make_unique<LocalCluster>(o);

@@ -14,7 +14,7 @@
 #include "common/logger.h"
 #include "pandora/client.h"
 #include "recovery/registry.h"
-#include "tests/support/local_cluster.h"
+#include "tests/recovery/cluster_binaries.h"
 
 namespace pandora::testing {
 namespace {
@@ -35,11 +35,7 @@ bool wait_until(Clock::duration timeout, Pred&& pred) {
 constexpr uint32_t kTable = 7;
 
 TEST(ManagedClient, FordSessionsParkForAStopTheWorldPause) {
-  LocalClusterOptions o;
-  o.fd_binary = PANDORA_TEST_FD;
-  o.ctl_binary = PANDORA_TEST_CTL;
-  o.bench_binary = PANDORA_TEST_BENCH;
-  o.memd_binary = PANDORA_TEST_MEMD;
+  LocalClusterOptions o = built_cluster_options();
   o.zk_servers = 1;
   o.protocol = "ford";
   LocalCluster cluster(o);
