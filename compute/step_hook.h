@@ -45,7 +45,7 @@ enum class CrashPoint : uint16_t {
   kAfterAbortRelease,      // abort: one latch release completed
   // Log recovery (recovery coordinator).
   kRecoveryAfterRead,      // the failed pid's lanes were read
-  kRecoveryAfterRollback,  // one roll-back WRITE batch (one record) completed
+  kRecoveryAfterRollback,  // one batch of roll-back WRITEs completed (one WRITE with single steps)
   kBeforeTruncate,
   kAfterTruncate,
   kBeforeSweep,

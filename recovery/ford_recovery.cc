@@ -69,9 +69,10 @@ Result<LogRecoveryReport> recover_ford_logs(const Cluster& cluster, std::span<Co
     }
   }
   LogRecoveryReport report;
-  for (auto& [txn, rec] : txns) {
-    if (Status s = decide_and_repair(cluster, conns, rec, report, logger, crash); !s) return s;
-  }
+  std::vector<LogRecord> merged;
+  merged.reserve(txns.size());
+  for (auto& [txn, rec] : txns) merged.push_back(std::move(rec));
+  if (Status s = decide_and_repair(cluster, conns, merged, report, logger, crash); !s) return s;
   report.latch_sites.clear();  // FORD latches are released by the scan, not by site
   return report;
 }

@@ -36,87 +36,139 @@ bool record_matches_directory(const Cluster& cluster, const LogRecord& r) {
   return true;
 }
 
-}  // namespace
+// Sorts the sites and drops repeats (one object named by several records,
+// or by a record and intents).
+void dedup_latch_sites(LogRecoveryReport& report) {
+  std::vector<LatchSite>& v = report.latch_sites;
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
 
-Status decide_and_repair(const Cluster& cluster, std::span<Connection* const> conns, const LogRecord& rec,
-                         LogRecoveryReport& report, const Logger& logger, StepHook* crash) {
-  ++report.records;
-  const uint16_t pid = latch_pid(rec.txn_id);
-  if (!record_matches_directory(cluster, rec)) {
-    ++report.skipped;
-    logger.warn("pid {}: record of txn {:#x} does not match the table directory; skipped", pid, rec.txn_id);
-    return Status();
-  }
-  struct Probe {
-    size_t entry, node;
-    std::vector<uint8_t> slot;  // header + value as read
-  };
+// One replica of one entry of one record, as read before deciding.
+struct Probe {
+  size_t record, entry, node;
+  std::vector<uint8_t> slot;  // header + value as read
+};
+
+// Decides and repairs `round` (indexes into `recs`, no two sharing a
+// replica slot): one batch of READs for all of them, one of roll-back
+// WRITEs (one WRITE at a time with single steps asked for).
+Status decide_round(const Cluster& cluster, std::span<Connection* const> conns, std::span<const LogRecord> recs,
+                    std::span<const size_t> round, LogRecoveryReport& report, const Logger& logger,
+                    StepHook* crash) {
   std::vector<Probe> probes;
-  for (size_t e = 0; e < rec.entries.size(); ++e) {
-    const uint32_t value_size = cluster.directory().find(rec.entries[e].table_id)->value_size;
-    for (uint16_t n : cluster.replica_indexes(rec.entries[e].shard)) {
-      if (live(conns, n)) probes.push_back(Probe{e, n, std::vector<uint8_t>(sizeof(SlotHeader) + value_size)});
+  std::vector<size_t> first_probe;  // of round[i]; probes of round[i] end at first_probe[i + 1]
+  for (size_t r : round) {
+    first_probe.push_back(probes.size());
+    const LogRecord& rec = recs[r];
+    for (size_t e = 0; e < rec.entries.size(); ++e) {
+      const uint32_t value_size = cluster.directory().find(rec.entries[e].table_id)->value_size;
+      for (uint16_t n : cluster.replica_indexes(rec.entries[e].shard)) {
+        if (live(conns, n)) probes.push_back(Probe{r, e, n, std::vector<uint8_t>(sizeof(SlotHeader) + value_size)});
+      }
     }
   }
+  first_probe.push_back(probes.size());
   OpBatch batch(conns, batch_timeout(cluster));
   for (Probe& p : probes) {
-    batch.read(p.node, rec.entries[p.entry].slot_offset, p.slot.data(), static_cast<uint32_t>(p.slot.size()));
+    batch.read(p.node, recs[p.record].entries[p.entry].slot_offset, p.slot.data(),
+               static_cast<uint32_t>(p.slot.size()));
   }
   if (Status s = batch.run(); !s) return Status(s.code(), "reading object versions: " + s.message());
 
-  bool complete = true;
-  for (const Probe& p : probes) complete &= SlotView(p.slot.data()).version() >= rec.entries[p.entry].old_version + 1;
-  if (complete) {
-    ++report.rolled_forward;  // every live replica already carries the new image
-  } else {
-    ++report.rolled_back;
-    std::vector<std::vector<uint8_t>> bufs;
-    bufs.reserve(probes.size());
-    batch.clear();
-    for (const Probe& p : probes) {
-      const LogEntry& e = rec.entries[p.entry];
-      const TableEntry& t = *cluster.directory().find(e.table_id);
-      // old+1: the commit WRITEs reached this replica. old: an update's may
-      // have reached it in part - a replica's WRITEs are value, then
-      // version, so a crash between them leaves the new value under the old
-      // version: restore it unless it still holds the undo image. (An
-      // insert's partial WRITEs leave the slot free: meta goes last.) Any
-      // other version is not this transaction's doing.
-      const SlotView v(p.slot.data());
-      const bool torn = e.op != LogOp::kInsert && v.version() == e.old_version &&
-                        std::memcmp(v.value(), e.undo_image.data(), t.value_size) != 0;
-      if (v.version() != e.old_version + 1 && !torn) continue;
-      std::vector<uint8_t>& b = bufs.emplace_back();
-      if (e.op == LogOp::kInsert) {
-        b.resize(16);
-        store_u64(b.data(), e.old_version);
-        store_u64(b.data() + 8, make_slot_meta(0, t.value_size));
-      } else {
-        b.resize(16 + t.value_size);
-        store_u64(b.data(), e.old_version);
-        store_u64(b.data() + 8, make_slot_meta(kSlotOccupied, t.value_size));
-        std::memcpy(b.data() + 16, e.undo_image.data(), t.value_size);
-      }
-      batch.write(p.node, e.slot_offset + kSlotVersionOffset, b.data(), static_cast<uint32_t>(b.size()));
-      ++report.replicas_restored;
-      if (crash && crash->single_steps()) {
-        // One replica at a time: a recovery leader may die between them.
-        if (Status s = batch.run(); !s) return Status(s.code(), "rolling back: " + s.message());
-        batch.clear();
-        hit(crash, CrashPoint::kRecoveryAfterRollback);
+  batch.clear();
+  std::vector<std::vector<uint8_t>> bufs;
+  bufs.reserve(probes.size());  // WRITE sources: no reallocation before run()
+  bool rolled_back = false;
+  for (size_t i = 0; i < round.size(); ++i) {
+    const LogRecord& rec = recs[round[i]];
+    const std::span<const Probe> mine(probes.data() + first_probe[i], first_probe[i + 1] - first_probe[i]);
+    bool complete = true;
+    for (const Probe& p : mine) complete &= SlotView(p.slot.data()).version() >= rec.entries[p.entry].old_version + 1;
+    if (complete) {
+      ++report.rolled_forward;  // every live replica already carries the new image
+    } else {
+      ++report.rolled_back;
+      rolled_back = true;
+      for (const Probe& p : mine) {
+        const LogEntry& e = rec.entries[p.entry];
+        const TableEntry& t = *cluster.directory().find(e.table_id);
+        // old+1: the commit WRITEs reached this replica. old: an update's may
+        // have reached it in part - a replica's WRITEs are value, then
+        // version, so a crash between them leaves the new value under the
+        // old version: restore it unless it still holds the undo image. (An
+        // insert's partial WRITEs leave the slot free: meta goes last.) Any
+        // other version is not this transaction's doing.
+        const SlotView v(p.slot.data());
+        const bool torn = e.op != LogOp::kInsert && v.version() == e.old_version &&
+                          std::memcmp(v.value(), e.undo_image.data(), t.value_size) != 0;
+        if (v.version() != e.old_version + 1 && !torn) continue;
+        std::vector<uint8_t>& b = bufs.emplace_back();
+        if (e.op == LogOp::kInsert) {
+          b.resize(16);
+          store_u64(b.data(), e.old_version);
+          store_u64(b.data() + 8, make_slot_meta(0, t.value_size));
+        } else {
+          b.resize(16 + t.value_size);
+          store_u64(b.data(), e.old_version);
+          store_u64(b.data() + 8, make_slot_meta(kSlotOccupied, t.value_size));
+          std::memcpy(b.data() + 16, e.undo_image.data(), t.value_size);
+        }
+        batch.write(p.node, e.slot_offset + kSlotVersionOffset, b.data(), static_cast<uint32_t>(b.size()));
+        ++report.replicas_restored;
+        if (crash && crash->single_steps()) {
+          // One replica at a time: a recovery leader may die between them.
+          if (Status s = batch.run(); !s) return Status(s.code(), "rolling back: " + s.message());
+          batch.clear();
+          hit(crash, CrashPoint::kRecoveryAfterRollback);
+        }
       }
     }
+    for (const Probe& p : mine) report.latch_sites.push_back(LatchSite{p.node, rec.entries[p.entry].slot_offset});
+    logger.info("pid {} txn {:#x}: {} ({} entries)", latch_pid(rec.txn_id), rec.txn_id,
+                complete ? "rolled forward" : "rolled back", rec.entries.size());
+  }
+  if (batch.size() > 0) {
     if (Status s = batch.run(); !s) return Status(s.code(), "rolling back: " + s.message());
-    if (!(crash && crash->single_steps())) hit(crash, CrashPoint::kRecoveryAfterRollback);
   }
-  for (const Probe& p : probes) {
-    LatchSite site{p.node, rec.entries[p.entry].slot_offset};
-    if (std::find(report.latch_sites.begin(), report.latch_sites.end(), site) == report.latch_sites.end()) {
-      report.latch_sites.push_back(site);
+  if (rolled_back && !(crash && crash->single_steps())) hit(crash, CrashPoint::kRecoveryAfterRollback);
+  return Status();
+}
+
+}  // namespace
+
+Status decide_and_repair(const Cluster& cluster, std::span<Connection* const> conns, std::span<const LogRecord> recs,
+                         LogRecoveryReport& report, const Logger& logger, StepHook* crash) {
+  // Rounds: a record goes one round after the last earlier record sharing a
+  // replica slot with it (so it reads what that one repaired, as if decided
+  // one by one in order), else into the first round.
+  std::vector<std::vector<size_t>> rounds;
+  std::map<std::pair<size_t, uint64_t>, size_t> next_round;  // (node, slot) -> first round free of it
+  for (size_t r = 0; r < recs.size(); ++r) {
+    const LogRecord& rec = recs[r];
+    ++report.records;
+    if (!record_matches_directory(cluster, rec)) {
+      ++report.skipped;
+      logger.warn("pid {}: record of txn {:#x} does not match the table directory; skipped", latch_pid(rec.txn_id),
+                  rec.txn_id);
+      continue;
     }
+    size_t round = 0;
+    for (const LogEntry& e : rec.entries) {
+      for (uint16_t n : cluster.replica_indexes(e.shard)) {
+        if (auto it = next_round.find({n, e.slot_offset}); it != next_round.end()) round = std::max(round, it->second);
+      }
+    }
+    for (const LogEntry& e : rec.entries) {
+      for (uint16_t n : cluster.replica_indexes(e.shard)) next_round[{n, e.slot_offset}] = round + 1;
+    }
+    if (rounds.size() <= round) rounds.resize(round + 1);
+    rounds[round].push_back(r);
   }
-  logger.info("pid {} txn {:#x}: {} ({} entries)", pid, rec.txn_id, complete ? "rolled forward" : "rolled back",
-              rec.entries.size());
+  for (const std::vector<size_t>& round : rounds) {
+    if (Status s = decide_round(cluster, conns, recs, round, report, logger, crash); !s) return s;
+  }
+  dedup_latch_sites(report);
   return Status();
 }
 
@@ -148,10 +200,12 @@ Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connect
     }
   }
 
-  // 3. Decide and repair, record by record.
-  for (auto& [where, rec] : records) {
-    if (Status s = decide_and_repair(cluster, conns, rec, report, logger, crash); !s) return s;
-  }
+  // 3. Decide and repair, in (lane, lane_seq) order where records share an
+  // object, in one batch where they do not.
+  std::vector<LogRecord> ordered;
+  ordered.reserve(records.size());
+  for (auto& [where, rec] : records) ordered.push_back(std::move(rec));
+  if (Status s = decide_and_repair(cluster, conns, ordered, report, logger, crash); !s) return s;
 
   // 4. log-a-latch: every slot an intent names, on every replica, is a
   // place where the pid may hold a latch, logged or not.
@@ -166,14 +220,12 @@ Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connect
         if (!t || !is_slot_offset(*t, li.slot)) continue;
         ++report.intents;
         for (uint16_t n : cluster.replica_indexes(cluster.placement().shard_of(li.table_id, li.key))) {
-          const LatchSite site{n, li.slot};
-          if (std::find(report.latch_sites.begin(), report.latch_sites.end(), site) == report.latch_sites.end()) {
-            report.latch_sites.push_back(site);
-          }
+          report.latch_sites.push_back(LatchSite{n, li.slot});
         }
       }
     }
   }
+  dedup_latch_sites(report);
   return report;
 }
 

@@ -54,7 +54,7 @@ namespace pandora {
 struct LatchSite {
   size_t node = 0;
   uint64_t slot = 0;
-  bool operator==(const LatchSite&) const = default;
+  auto operator<=>(const LatchSite&) const = default;
 };
 
 struct LogRecoveryReport {
@@ -64,20 +64,25 @@ struct LogRecoveryReport {
   uint32_t replicas_restored = 0;  // replica slots rewritten by roll-backs
   uint32_t skipped = 0;            // records whose entries do not match the directory
   uint32_t intents = 0;            // log-a-latch latch intents found (their slots join latch_sites)
-  std::vector<LatchSite> latch_sites;
+  std::vector<LatchSite> latch_sites;  // sorted, no repeats
 };
 
 // `crash` (optional, not owned): crash points of the recovery coordinator
 // itself (compute/step_hook.h); with single steps asked for, the roll-back
-// WRITEs are issued one at a time so it can stop between any two of them.
+// WRITEs are issued one at a time so it can stop between any two of them;
+// without, kRecoveryAfterRollback fires once per batch of roll-backs.
 Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connection* const> conns, uint16_t pid,
                                        const LaneSlot& slot, const Logger& logger, StepHook* crash = nullptr);
 
-// The decision and repair of step 3 for one logged transaction (every
-// entry of `rec`), as described above; adds to `report`. recover_logs calls
-// it per record; FORD's recovery (ford_recovery.h) per transaction after
-// merging that transaction's per-object records.
-Status decide_and_repair(const Cluster& cluster, std::span<Connection* const> conns, const LogRecord& rec,
+// The decision and repair of step 3 for logged transactions (every entry of
+// each of `recs`), as described above; adds to `report`. The outcome is that
+// of deciding them one by one in order; records that share no replica slot
+// are decided together (one batch of READs, one of roll-back WRITEs), so the
+// step costs a few round trips whatever the number of records, not two per
+// record. recover_logs passes its records in (lane, lane_seq) order; FORD's
+// recovery (ford_recovery.h) one per transaction after merging that
+// transaction's per-object records.
+Status decide_and_repair(const Cluster& cluster, std::span<Connection* const> conns, std::span<const LogRecord> recs,
                          LogRecoveryReport& report, const Logger& logger, StepHook* crash = nullptr);
 
 // Reads every lane of `slot` (slot.count x lane_bytes) on each of `nodes`:
