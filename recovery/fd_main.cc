@@ -36,6 +36,7 @@ struct Flags {
   uint64_t op_timeout_ms = 2000;
   std::string log_level = "info";
   std::string crash_at;
+  std::string crash_signal = "kill";
   uint64_t exit_with_pid = 0;
 };
 
@@ -74,6 +75,9 @@ int main(int argc, char** argv) {
   opts.add_string("crash-at", &f.crash_at,
                   "test only: as leader, SIGKILL this process at the first hit of this recovery crash point "
                   "(recovery-after-read, before-truncate, after-truncate, before-sweep, after-sweep, ...)");
+  opts.add_choice("crash-signal", &f.crash_signal, {"kill", "stop"},
+                  "test only: what --crash-at does: SIGKILL, or SIGSTOP (the leader stands still at the point "
+                  "until a SIGCONT)");
   opts.add_u64("exit-with-pid", &f.exit_with_pid, "stop cleanly when the process with this pid ends (tests)");
   std::string msg;
   switch (opts.parse(argc, argv, &msg)) {
@@ -111,6 +115,7 @@ int main(int argc, char** argv) {
     if (!p || !is_recovery_point(*p)) return usage_error(fmt::format("--crash-at '{}' is not a recovery crash point", f.crash_at));
     o.crash_at = *p;
   }
+  o.crash_stops = f.crash_signal == "stop";
 
   // SIGTERM/SIGINT (and the end of --exit-with-pid's process) stop the loop.
   sigset_t set;

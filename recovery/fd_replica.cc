@@ -344,6 +344,12 @@ class Replica {
       auto rec = lead_->coordinator->recover(pid, detected_realtime_ns(f.detected_mono_ns), known ? &*known : nullptr);
       if (!rec) {
         log_.warn("recovery of pid {}: {} (will retry)", pid, rec.status().to_string());
+        // The retry goes through resume(), which finishes every record not
+        // done, not only through the detector: a publish that committed
+        // although ZooKeeper reported a lost connection removed the pid's
+        // registration, so the detector stops reporting it, and its record
+        // would wait at `published` for the next leader.
+        lead_->resumed = false;
         drop_data_plane_if_broken(rec.status());
         // Typically ZooKeeper without a quorum: retry, not in a tight loop.
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -432,6 +438,7 @@ class Replica {
     if (o_.crash_at && !lead_->crash) {
       lead_->crash = std::make_unique<CrashInjector>();
       lead_->crash->arm_point(*o_.crash_at, 1, 0, 1);
+      if (o_.crash_stops) lead_->crash->set_fire_action([](CrashPoint) { ::raise(SIGSTOP); });
     }
     RecoveryCoordinatorOptions ro;
     ro.cluster_id = o_.cluster_id;

@@ -41,8 +41,10 @@ struct FdReplicaOptions {
   Backend backend = Backend::kTcp;      // the leader's data plane to the memory nodes
   std::chrono::milliseconds op_timeout{2000};
   // Test only: the recovery crash point at which this replica, once leader,
-  // kills itself (SIGKILL) the first time it is reached.
+  // kills itself (SIGKILL) the first time it is reached - or, with
+  // crash_stops, stops itself (SIGSTOP) there until a test continues it.
   std::optional<CrashPoint> crash_at;
+  bool crash_stops = false;
 };
 
 // Runs until `stop` turns true; returns the process exit code (0 = clean).

@@ -99,6 +99,14 @@ bool wait_until(Clock::duration timeout, Pred&& pred, Clock::duration poll = 20m
   }
 }
 
+// Whether process `pid` stands stopped (SIGSTOP): state T in /proc.
+bool process_stopped(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = stat.rfind(')');  // the name may hold spaces and parentheses
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'T';
+}
+
 // "joined the cluster as pid N (...)" of pandora-bench --zookeeper.
 std::optional<uint16_t> joined_pid(const std::string& out) {
   static const std::regex re(R"(joined the cluster as pid (\d+))");
@@ -748,17 +756,27 @@ TEST_F(FailoverTest, CrashLoop) {
 // the leader must die at that point (its exit is a SIGKILL and the record
 // is at the step the point lies in), and a new leader must finish: record
 // done, pid in failed-ids, lease released, the dead leader's own identity
-// recovered, survivors committing; money conserved at the end.
+// recovered, survivors committing; money conserved at the end. A last round
+// cuts the leader off from ZooKeeper after its publish instead (see Point).
 TEST_F(FailoverTest, LeaderDiesAtEachRecoveryStep) {
   struct Point {
     const char* name;
     RecoveryStep step_at_death;
+    // Instead of dying, the leader stands still at the point while every
+    // ZooKeeper server is killed, then continues: its recovery fails after
+    // the publish (the pid's registration is gone, so the detector no
+    // longer reports it) and it must finish the record itself once
+    // ZooKeeper is back. (Every server: with one left, a request it had
+    // logged was committed once the others returned, finishing the record
+    // for the leader whatever the leader did.)
+    bool cut_zookeeper = false;
   };
   const std::vector<Point> points = {{"recovery-after-read", RecoveryStep::kStarted},
                                      {"before-truncate", RecoveryStep::kStarted},
                                      {"after-truncate", RecoveryStep::kStarted},
                                      {"before-sweep", RecoveryStep::kPublished},
-                                     {"after-sweep", RecoveryStep::kPublished}};
+                                     {"after-sweep", RecoveryStep::kPublished},
+                                     {"before-sweep", RecoveryStep::kPublished, true}};
   // 1 s: replicas 2 and 3 are new every round, and a compute process must
   // learn their endpoints (ZooKeeper watch) before they suspect it.
   const std::string timeout_us = "1000000";
@@ -802,7 +820,8 @@ TEST_F(FailoverTest, LeaderDiesAtEachRecoveryStep) {
       // Its session as long as the others': a short one expired on the
       // loaded machine before it could lead (it then rejoins, too late).
       armed = cluster_->start_fd(1, {"--timeout-us", timeout_us, "--tick-us", kFdTickUs, "--zk-session-ms",
-                                      kFdSessionMs, "--crash-at", point.name});
+                                      kFdSessionMs, "--crash-at", point.name, "--crash-signal",
+                                      point.cut_zookeeper ? "stop" : "kill"});
       ASSERT_TRUE(armed) << armed.status().to_string();
       fds_[1] = *armed;
       ASSERT_TRUE(wait_until(30s, [&] {
@@ -833,6 +852,44 @@ TEST_F(FailoverTest, LeaderDiesAtEachRecoveryStep) {
     const uint16_t pid = dead.pid;
     std::this_thread::sleep_for(std::chrono::milliseconds(100 + rng() % 400));  // a random moment
     ASSERT_NO_FATAL_FAILURE(kill_compute(dead));
+    if (point.cut_zookeeper) {
+      Child& leader = **armed;
+      ASSERT_TRUE(wait_until(30s, [&] { return process_stopped(leader.pid()) || !leader.running(); }, 5ms))
+          << "the leader did not stop at " << point.name << "\n" << leader.tail();
+      ASSERT_TRUE(leader.running()) << leader.tail();
+      ZkEnsemble& zk = cluster_->zookeeper();
+      for (int server : {1, 2, 3}) ASSERT_TRUE(zk.kill_server(server));
+      ASSERT_TRUE(leader.signal(SIGCONT));
+      const std::string failed = fmt::format("recovery of pid {}: ", pid);
+      ASSERT_TRUE(wait_until(60s, [&] { return leader.output().find(failed) != std::string::npos; }, 50ms))
+          << "the leader's recovery did not fail without ZooKeeper\n" << leader.tail();
+      for (int server : {1, 2, 3}) ASSERT_TRUE(zk.restart_server(server));
+      reg_.reset();
+      ASSERT_NO_FATAL_FAILURE(wait_recovered(pid, 60s, "ZooKeeper returned after the publish"));
+      auto rec = recovery(pid);
+      ASSERT_TRUE(rec && *rec);
+      EXPECT_TRUE(leader.running()) << leader.tail();
+      if (leader.output().find("session expired") == std::string::npos) {
+        EXPECT_EQ((*rec)->leader_replica, 1u) << "not finished by the leader that published it\n" << leader.tail();
+      } else {
+        // A successor finished it: the round then shows no more than the
+        // leader-death rounds (a starved machine expired the session).
+        fprintf(stderr, "the leader's ZooKeeper session expired during the outage; replica %u finished pid %u\n",
+                (*rec)->leader_replica, pid);
+      }
+      std::vector<Compute*> survivors;
+      for (size_t i = 0; i < computes.size(); ++i) {
+        if (i != victim) survivors.push_back(&computes[i]);
+      }
+      ASSERT_NO_FATAL_FAILURE(spawn_compute(fmt::format("bench{}", ++next_name), 600, &dead));
+      ASSERT_NO_FATAL_FAILURE(expect_commits_grow(survivors, "after the quorum returned"));
+      ASSERT_NO_FATAL_FAILURE(await_compute(&dead));
+      fprintf(stderr, "[%s] round %zu (%.1f s): leader stood at %s, ZooKeeper was killed; pid %u was finished by "
+              "replica %u once ZooKeeper was back\n",
+              seconds_since(t0_).c_str(), round + 1, std::chrono::duration<double>(Clock::now() - t_round).count(),
+              point.name, pid, (*rec)->leader_replica);
+      continue;
+    }
     auto rc = (*armed)->wait(30s);
     ASSERT_TRUE(rc) << "the leader did not crash at " << point.name << "\n" << (*armed)->tail();
     EXPECT_EQ(*rc, 128 + SIGKILL) << "leader exit at " << point.name << "\n" << (*armed)->tail();
