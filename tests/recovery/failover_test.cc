@@ -30,6 +30,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -49,6 +50,7 @@
 #include "recovery/membership.h"
 #include "recovery/recovery_coordinator.h"
 #include "recovery/registry.h"
+#include "pandora/client.h"
 #include "tests/recovery/cluster_binaries.h"
 #include "tests/support/memd_process.h"
 
@@ -1063,7 +1065,11 @@ TEST_F(FailoverTest, FalsePositiveIsFenced) {
 // repairs from the undo records and scans every latch away, and all resume.
 // Twice, then the survivors end cleanly having parked for both pauses;
 // money is conserved and no latch at all is left (a scan releases them
-// all; a latch left would be one no one can ever release).
+// all; a latch left would be one no one can ever release). An application
+// on the public API (include/pandora/, managed mode) is a compute node too:
+// it moves money between checking accounts throughout, and must park for
+// both pauses (one that did not would be fenced after the park timeout and
+// its transactions would fail) and commit again after each.
 TEST_F(FailoverTest, FordStopsTheWorldAndEveryLiveNodeParks) {
   protocol_ = "ford";
   ASSERT_NO_FATAL_FAILURE(start_cluster());
@@ -1073,6 +1079,61 @@ TEST_F(FailoverTest, FordStopsTheWorldAndEveryLiveNodeParks) {
   for (size_t i = 0; i < computes.size(); ++i) {
     ASSERT_NO_FATAL_FAILURE(start_compute(fmt::format("ford{}", i), kLifetime, &computes[i]));
   }
+
+  ClientOptions co;
+  co.zookeeper = cluster_->zk_options().hosts;
+  co.zk_root = cluster_->options().zk_root;
+  co.cluster_id = cluster_->cluster_id();
+  co.secret_file = cluster_->secret_file();
+  co.protocol = "ford";
+  co.max_sessions = 1;
+  co.log_level = "error";
+  auto client = Client::connect(co);
+  ASSERT_TRUE(client) << client.status().to_string();
+  const uint16_t app_pid = (*client)->pid();
+  std::atomic<bool> app_stop{false};
+  std::atomic<uint64_t> app_commits{0}, app_failed{0};
+  std::string app_error;
+  std::thread app([&] {
+    auto session = (*client)->session();
+    if (!session) {
+      app_error = session.status().to_string();
+      return;
+    }
+    std::mt19937_64 rng(7);
+    while (!app_stop.load()) {
+      const uint64_t from = rng() % kAccounts, to = (from + 1 + rng() % (kAccounts - 1)) % kAccounts;
+      const CommitOutcome out = (*session)->transact_retry([&](Txn& txn) {
+        auto a = txn.update(kChecking, from);
+        if (!a) return a.reason();
+        auto b = txn.update(kChecking, to);
+        if (!b) return b.reason();
+        int64_t x, y;
+        std::memcpy(&x, (*a).data(), 8);
+        std::memcpy(&y, (*b).data(), 8);
+        if (x < 1) return AbortReason::kUser;
+        x -= 1;
+        y += 1;
+        std::memcpy((*a).data(), &x, 8);
+        std::memcpy((*b).data(), &y, 8);
+        return AbortReason::kNone;
+      });
+      if (out.committed || out.reason == AbortReason::kUser) {
+        ++app_commits;
+      } else {
+        ++app_failed;
+        app_error = std::string(abort_reason_name(out.reason)) + ": " + out.detail.to_string();
+      }
+    }
+  });
+  auto app_commits_grow = [&](const std::string& what) {
+    const uint64_t base = app_commits.load();
+    ASSERT_TRUE(wait_until(30s, [&] { return app_commits.load() > base || app_failed.load() > 0; }, 50ms))
+        << what << ": the application (pid " << app_pid << ") stuck at " << base << " commits";
+    ASSERT_EQ(app_failed.load(), 0u) << what << ": the application's transactions failed: " << app_error;
+  };
+  ASSERT_NO_FATAL_FAILURE(app_commits_grow("before the kills"));
+
   for (size_t victim = 0; victim < 2; ++victim) {
     std::vector<Compute*> survivors;
     for (size_t i = victim + 1; i < computes.size(); ++i) survivors.push_back(&computes[i]);
@@ -1087,10 +1148,21 @@ TEST_F(FailoverTest, FordStopsTheWorldAndEveryLiveNodeParks) {
     EXPECT_GT((*rec)->pause_us, 0u);
     EXPECT_GE((*rec)->pause_us, (*rec)->scan_us);
     ASSERT_NO_FATAL_FAILURE(expect_commits_grow(survivors, fmt::format("after the pause for pid {}", dead.pid)));
+    ASSERT_NO_FATAL_FAILURE(app_commits_grow(fmt::format("after the pause for pid {}", dead.pid)));
     fprintf(stderr, "[%s] ford: pid %u recovered %s after SIGKILL: pause %.1f ms (scan %.1f ms), %u records\n",
             seconds_since(t0_).c_str(), dead.pid, seconds_since(t_kill).c_str(), (*rec)->pause_us / 1e3,
             (*rec)->scan_us / 1e3, (*rec)->records);
   }
+  app_stop.store(true);
+  app.join();
+  EXPECT_EQ(app_failed.load(), 0u) << app_error;
+  EXPECT_FALSE((*client)->fenced()) << "the application was fenced: it did not park";
+  auto failed = zk_read([](Registry& r) { return r.failed(); });
+  ASSERT_TRUE(failed);
+  EXPECT_FALSE(std::binary_search(failed->begin(), failed->end(), app_pid)) << "the application's pid was failed";
+  fprintf(stderr, "[%s] the application (pid %u) committed %lu transfers across both pauses\n",
+          seconds_since(t0_).c_str(), app_pid, static_cast<unsigned long>(app_commits.load()));
+  client->reset();  // leaves the cluster cleanly
   // A survivor that had been fenced for not parking would exit 6.
   static const std::regex parked(R"(stop-the-world pauses: (\d+))");
   for (size_t i = 2; i < computes.size(); ++i) {
