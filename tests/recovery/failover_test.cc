@@ -734,9 +734,14 @@ TEST_F(FailoverTest, CrashLoop) {
   }
   EXPECT_GT(records, 0u) << "no recovery found a log record";
 
-  // The end: the last processes stop on their own and leave cleanly.
+  // The end: the last processes are asked to stop (SIGTERM ends a run as
+  // its lifetime does: report, check, clean departure; waiting out up to
+  // 20 s of lifetime showed nothing more) and leave cleanly.
   for (Compute& c : computes) {
-    auto rc = c.proc->wait(kLifetime + 60s);
+    if (c.proc->running()) c.proc->signal(SIGTERM);
+  }
+  for (Compute& c : computes) {
+    auto rc = c.proc->wait(60s);
     ASSERT_TRUE(rc) << "pid " << c.pid << " did not end\n" << c.proc->tail();
     ASSERT_NO_FATAL_FAILURE(ended(c, *rc));
   }
@@ -1069,7 +1074,7 @@ TEST_F(FailoverTest, FalsePositiveIsFenced) {
 // on the public API (include/pandora/, managed mode) is a compute node too:
 // it moves money between checking accounts throughout, and must park for
 // both pauses (one that did not would be fenced after the park timeout and
-// its transactions would fail) and commit again after each.
+// its transactions would fail with kTransport) and commit again after each.
 TEST_F(FailoverTest, FordStopsTheWorldAndEveryLiveNodeParks) {
   protocol_ = "ford";
   ASSERT_NO_FATAL_FAILURE(start_cluster());
@@ -1120,7 +1125,11 @@ TEST_F(FailoverTest, FordStopsTheWorldAndEveryLiveNodeParks) {
       });
       if (out.committed || out.reason == AbortReason::kUser) {
         ++app_commits;
-      } else {
+      } else if (!is_conflict(out.reason)) {
+        // A conflict outlasting transact_retry's attempts is expected:
+        // ford's latches carry no owner, so the dead node's stay (and
+        // abort whoever meets them) until the pause's scan. Anything else
+        // (kTransport: fenced) is a failure.
         ++app_failed;
         app_error = std::string(abort_reason_name(out.reason)) + ": " + out.detail.to_string();
       }
@@ -1163,10 +1172,12 @@ TEST_F(FailoverTest, FordStopsTheWorldAndEveryLiveNodeParks) {
   fprintf(stderr, "[%s] the application (pid %u) committed %lu transfers across both pauses\n",
           seconds_since(t0_).c_str(), app_pid, static_cast<unsigned long>(app_commits.load()));
   client->reset();  // leaves the cluster cleanly
-  // A survivor that had been fenced for not parking would exit 6.
+  // A survivor that had been fenced for not parking would exit 6. SIGTERM
+  // ends a run cleanly, as its lifetime would (which is only a bound here).
   static const std::regex parked(R"(stop-the-world pauses: (\d+))");
+  for (size_t i = 2; i < computes.size(); ++i) computes[i].proc->signal(SIGTERM);
   for (size_t i = 2; i < computes.size(); ++i) {
-    auto rc = computes[i].proc->wait(std::chrono::seconds(kLifetime) + 60s);
+    auto rc = computes[i].proc->wait(60s);
     ASSERT_TRUE(rc) << computes[i].name << " did not end\n" << computes[i].proc->tail();
     ASSERT_EQ(*rc, 0) << computes[i].proc->tail();
     const std::string out = computes[i].proc->output();
