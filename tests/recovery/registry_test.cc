@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <set>
 #include <thread>
 
 #include "common/latch.h"
+#include "common/log_record.h"
 #include "common/slot_layout.h"
 #include "compute/loader.h"
 #include "compute/op_batch.h"
@@ -19,6 +21,7 @@
 #include "recovery/recycler.h"
 #include "recovery/recovery_coordinator.h"
 #include "recovery/registry.h"
+#include "tests/compute/compute_test_support.h"
 #include "tests/support/memd_cluster.h"
 #include "testing/zk_ensemble.h"
 
@@ -333,6 +336,112 @@ TEST_F(RegistryZkTest, ThousandsOfComputeLifetimesRunOnADefaultLogArea) {
   ASSERT_TRUE(a);
   ASSERT_EQ(a->leases.size(), 1u);  // only the coordinator's own slot is still leased
   EXPECT_EQ(a->leases[0].pid, leader->pid);
+}
+
+// The tables are created again (another table set) after the recovery
+// coordinator read the directory, as `pandora-bench --load --replace` does
+// on a running cluster. A failed node's record on a new table must still be
+// decided - the coordinator reads the directory again - not skipped with
+// its partial commit left in place.
+TEST_F(RegistryZkTest, RecoveryReadsTheDirectoryAgainForTablesCreatedSinceItsLeadership) {
+  testing::MemdCluster memds(2, "48M", "16M");
+  ASSERT_TRUE(memds.ok()) << memds.error();
+  ComputeConfig base = memds.config(1, Backend::kTcp, 2);
+  ClusterRecord c;
+  c.cluster_id = base.cluster_id;
+  c.memory_nodes = base.memory_nodes;
+  c.lane_bytes = 16384;
+  c.lanes = static_cast<uint32_t>((16u << 20) / c.lane_bytes);
+  ASSERT_TRUE(Registry::init(zk_options(), root("redirectory"), c, log_));
+  auto reg = Registry::open(zk_options(), root("redirectory"), c.cluster_id, log_);
+  ASSERT_TRUE(reg) << reg.status().to_string();
+  auto join = [&](MemberRole role, uint32_t lanes) -> std::unique_ptr<Cluster> {
+    auto m = (*reg)->register_member(MemberRecord{.role = role}, lanes);
+    EXPECT_TRUE(m) << m.status().to_string();
+    if (!m) return nullptr;
+    ComputeConfig cc = base;
+    cc.compute_id = m->pid;
+    cc.lane_slot = m->slot;
+    cc.lane_bytes = c.lane_bytes;
+    cc.threads = 1;
+    cc.coordinators = 1;
+    auto cl = Cluster::connect(cc, log_);
+    EXPECT_TRUE(cl) << cl.status().to_string();
+    return cl ? std::move(*cl) : nullptr;
+  };
+  // The coordinator's data plane reads the directory of the first tables.
+  auto leader = join(MemberRole::kFd, 2);
+  ASSERT_TRUE(leader);
+  CreateTablesOptions first;
+  const std::vector<TableSpec> first_tables = {TableSpec{.id = 1, .name = "t", .value_size = 16, .expected_rows = 64}};
+  ASSERT_TRUE(create_tables(*leader, first_tables, first));
+  ASSERT_TRUE(leader->load_directory());
+  RecoveryCoordinatorOptions ro;
+  ro.cluster_id = c.cluster_id;
+  ro.secret = base.secret;
+  RecoveryCoordinator coord(**reg, *leader, ro, log_, {});
+
+  // A compute node creates the tables again (a new table 2, 24-byte
+  // values), loads key 5, and dies after updating it on its primary only.
+  auto node = join(MemberRole::kCompute, 2);
+  ASSERT_TRUE(node);
+  CreateTablesOptions again;
+  again.replace_existing = true;
+  constexpr uint32_t kTable = 2;
+  const std::vector<TableSpec> new_tables = {
+      TableSpec{.id = kTable, .name = "u", .value_size = 24, .expected_rows = 64}};
+  ASSERT_TRUE(create_tables(*node, new_tables, again));
+  ASSERT_TRUE(node->load_directory());
+  const std::vector<uint8_t> before(24, 0x11), after(24, 0x22);
+  {
+    TableLoader loader(*node);
+    ASSERT_TRUE(loader.add(kTable, 5, before));
+    ASSERT_TRUE(loader.finish());
+  }
+  const uint16_t pid = node->config().compute_id;
+  const testing::RawSlot s = testing::raw_find(*node, kTable, 5);
+  ASSERT_TRUE(s.found);
+  LogRecord rec;
+  rec.txn_id = encode_latch({pid, 0, 1});
+  rec.lane_seq = 1;
+  LogEntry& e = rec.entries.emplace_back();
+  e.table_id = kTable;
+  e.key = 5;
+  e.slot_offset = s.offset;
+  e.shard = node->placement().shard_of(kTable, 5);
+  e.old_version = s.version;
+  e.undo_image = before;
+  e.new_image = after;
+  const auto reps = node->replica_indexes(e.shard);
+  ASSERT_EQ(testing::raw_cas_latch(*node, reps[0], s.offset, 0, rec.txn_id), 0u);
+  std::string enc;
+  encode_log_record(rec, enc);
+  std::vector<uint8_t> image(16 + 24);
+  store_u64(image.data(), s.version + 1);
+  store_u64(image.data() + 8, make_slot_meta(kSlotOccupied, 24));
+  std::memcpy(image.data() + 16, after.data(), 24);
+  {
+    const auto conns = node->bootstrap_connections();
+    OpBatch b(conns, std::chrono::seconds(5));
+    for (size_t n : node->log_node_indexes(pid)) {
+      b.write(n, node->lane_address(n, node->lanes().lane_index(node->config().lane_slot, 0).value()), enc.data(),
+              static_cast<uint32_t>(enc.size()));
+    }
+    b.write(reps[0], s.offset + kSlotVersionOffset, image.data(), static_cast<uint32_t>(image.size()));
+    ASSERT_TRUE(b.run());
+  }
+  ASSERT_EQ(testing::raw_find(*node, kTable, 5).value, after);
+
+  auto done = coord.recover(pid, 0);
+  ASSERT_TRUE(done) << done.status().to_string();
+  EXPECT_EQ(done->records, 1u);
+  EXPECT_EQ(done->rolled_back, 1u) << "the record on the new table was not decided";
+  // Read through the coordinator's own cluster view (the dead node is
+  // fenced), which now describes the new table.
+  ASSERT_TRUE(leader->directory().find(kTable));
+  EXPECT_EQ(testing::raw_find(*leader, kTable, 5, 0).value, before);
+  EXPECT_EQ(testing::raw_find(*leader, kTable, 5, 1).value, before);
+  EXPECT_EQ(testing::raw_find(*leader, kTable, 5, 0).version, s.version);
 }
 
 // Pid recycling with a tiny pid space: pids of failed nodes are issued
