@@ -141,6 +141,43 @@ class RegistryZkTest : public ::testing::Test {
   }
   // A fresh cluster tree per test.
   std::string root(std::string_view name) const { return "/t-" + std::string(name); }
+
+  // Two real daemons with memd's default log area (16 MiB of 16 KiB lanes)
+  // and a registry at root(name) that describes them.
+  struct DaemonCluster {
+    testing::MemdCluster memds{2, "48M", "16M"};
+    ComputeConfig base;
+    ClusterRecord record;
+    std::unique_ptr<Registry> reg;
+  };
+  void start_daemon_cluster(std::string_view name, DaemonCluster* dc) {
+    ASSERT_TRUE(dc->memds.ok()) << dc->memds.error();
+    dc->base = dc->memds.config(1, Backend::kTcp, 2);
+    dc->record.cluster_id = dc->base.cluster_id;
+    dc->record.memory_nodes = dc->base.memory_nodes;
+    dc->record.lane_bytes = 16384;
+    dc->record.lanes = static_cast<uint32_t>((16u << 20) / dc->record.lane_bytes);
+    ASSERT_TRUE(Registry::init(zk_options(), root(name), dc->record, log_));
+    auto reg = Registry::open(zk_options(), root(name), dc->record.cluster_id, log_);
+    ASSERT_TRUE(reg) << reg.status().to_string();
+    dc->reg = std::move(*reg);
+  }
+  // Registers a member with `lanes` lanes and connects its data plane (one
+  // coordinator); null (and a test failure) when either fails.
+  std::unique_ptr<Cluster> join(DaemonCluster& dc, MemberRole role, uint32_t lanes) {
+    auto m = dc.reg->register_member(MemberRecord{.role = role}, lanes);
+    EXPECT_TRUE(m) << m.status().to_string();
+    if (!m) return nullptr;
+    ComputeConfig cc = dc.base;
+    cc.compute_id = m->pid;
+    cc.lane_slot = m->slot;
+    cc.lane_bytes = dc.record.lane_bytes;
+    cc.threads = 1;
+    cc.coordinators = 1;
+    auto cl = Cluster::connect(cc, log_);
+    EXPECT_TRUE(cl) << cl.status().to_string();
+    return cl ? std::move(*cl) : nullptr;
+  }
   // A cluster record of one (never contacted) memory node, 4 KiB lanes.
   static ClusterRecord one_node_cluster(uint64_t cluster_id, uint32_t lanes = 64) {
     ClusterRecord c;
@@ -276,48 +313,32 @@ TEST_F(RegistryZkTest, RegistrationLeasesDisjointSlotsAndNeverReissuesAPid) {
 // lifetimes. (64-coordinator slots made the test 60% slower, reading 2 MiB
 // of lanes per recovery, and showed nothing more.)
 TEST_F(RegistryZkTest, ThousandsOfComputeLifetimesRunOnADefaultLogArea) {
-  testing::MemdCluster memds(2, "48M", "16M");  // memd's default --log-size
-  ASSERT_TRUE(memds.ok()) << memds.error();
-  ComputeConfig base = memds.config(1, Backend::kTcp, 2);
-  ClusterRecord c;
-  c.cluster_id = base.cluster_id;
-  c.memory_nodes = base.memory_nodes;
-  c.lane_bytes = 16384;
-  c.lanes = static_cast<uint32_t>((16u << 20) / c.lane_bytes);
-  ASSERT_TRUE(Registry::init(zk_options(), root("lifetimes"), c, log_));
-  auto reg = Registry::open(zk_options(), root("lifetimes"), c.cluster_id, log_);
-  ASSERT_TRUE(reg) << reg.status().to_string();
-
+  DaemonCluster dc;
+  ASSERT_NO_FATAL_FAILURE(start_daemon_cluster("lifetimes", &dc));
+  Registry* reg = dc.reg.get();
   // The recovery coordinator's own data plane: a kFd member.
-  auto leader = (*reg)->register_member(MemberRecord{.role = MemberRole::kFd}, 2);
-  ASSERT_TRUE(leader) << leader.status().to_string();
-  ComputeConfig lc = base;
-  lc.compute_id = leader->pid;
-  lc.lane_slot = leader->slot;
-  lc.lane_bytes = c.lane_bytes;
-  lc.threads = 1;
-  lc.coordinators = 1;
-  auto cluster = Cluster::connect(lc, log_);
-  ASSERT_TRUE(cluster) << cluster.status().to_string();
+  std::unique_ptr<Cluster> cluster = join(dc, MemberRole::kFd, 2);
+  ASSERT_TRUE(cluster);
+  const uint16_t leader_pid = cluster->config().compute_id;
   std::vector<TableSpec> specs = {TableSpec{.id = 1, .name = "t", .value_size = 16, .expected_rows = 1024}};
   CreateTablesOptions copts;
-  ASSERT_TRUE(create_tables(**cluster, specs, copts));
-  ASSERT_TRUE((*cluster)->load_directory());
+  ASSERT_TRUE(create_tables(*cluster, specs, copts));
+  ASSERT_TRUE(cluster->load_directory());
   RecoveryCoordinatorOptions ro;
-  ro.cluster_id = c.cluster_id;
-  ro.secret = base.secret;
-  RecoveryCoordinator coord(**reg, **cluster, ro, log_, {});
+  ro.cluster_id = dc.record.cluster_id;
+  ro.secret = dc.base.secret;
+  RecoveryCoordinator coord(*reg, *cluster, ro, log_, {});
 
   constexpr int kLifetimes = 2000;
   const uint32_t lanes = ComputeConfig{.threads = 1, .coordinators = 16}.lanes_needed();
-  uint16_t last_pid = leader->pid;
+  uint16_t last_pid = leader_pid;
   for (int i = 0; i < kLifetimes; ++i) {
     // As Membership::join and the FD leader do: an answer lost to a
     // ZooKeeper timeout is retried, a registration that did apply is found
     // again by its incarnation.
     MemberRecord want;
     want.incarnation = static_cast<uint64_t>(i) + 1;
-    Result<MemberRecord> m = register_retrying(**reg, want, lanes);
+    Result<MemberRecord> m = register_retrying(*reg, want, lanes);
     ASSERT_TRUE(m) << "lifetime " << i << ": " << m.status().to_string();
     ASSERT_GT(m->pid, last_pid) << "a pid was re-issued";
     last_pid = m->pid;
@@ -329,13 +350,13 @@ TEST_F(RegistryZkTest, ThousandsOfComputeLifetimesRunOnADefaultLogArea) {
     ASSERT_TRUE(rec) << "lifetime " << i << ": " << rec.status().to_string();
     ASSERT_EQ(rec->step, RecoveryStep::kDone);
   }
-  auto failed = (*reg)->failed();
+  auto failed = reg->failed();
   ASSERT_TRUE(failed);
   EXPECT_EQ(failed->size(), static_cast<size_t>(kLifetimes));
-  auto a = (*reg)->alloc();
+  auto a = reg->alloc();
   ASSERT_TRUE(a);
   ASSERT_EQ(a->leases.size(), 1u);  // only the coordinator's own slot is still leased
-  EXPECT_EQ(a->leases[0].pid, leader->pid);
+  EXPECT_EQ(a->leases[0].pid, leader_pid);
 }
 
 // The tables are created again (another table set) after the recovery
@@ -344,46 +365,23 @@ TEST_F(RegistryZkTest, ThousandsOfComputeLifetimesRunOnADefaultLogArea) {
 // decided - the coordinator reads the directory again - not skipped with
 // its partial commit left in place.
 TEST_F(RegistryZkTest, RecoveryReadsTheDirectoryAgainForTablesCreatedSinceItsLeadership) {
-  testing::MemdCluster memds(2, "48M", "16M");
-  ASSERT_TRUE(memds.ok()) << memds.error();
-  ComputeConfig base = memds.config(1, Backend::kTcp, 2);
-  ClusterRecord c;
-  c.cluster_id = base.cluster_id;
-  c.memory_nodes = base.memory_nodes;
-  c.lane_bytes = 16384;
-  c.lanes = static_cast<uint32_t>((16u << 20) / c.lane_bytes);
-  ASSERT_TRUE(Registry::init(zk_options(), root("redirectory"), c, log_));
-  auto reg = Registry::open(zk_options(), root("redirectory"), c.cluster_id, log_);
-  ASSERT_TRUE(reg) << reg.status().to_string();
-  auto join = [&](MemberRole role, uint32_t lanes) -> std::unique_ptr<Cluster> {
-    auto m = (*reg)->register_member(MemberRecord{.role = role}, lanes);
-    EXPECT_TRUE(m) << m.status().to_string();
-    if (!m) return nullptr;
-    ComputeConfig cc = base;
-    cc.compute_id = m->pid;
-    cc.lane_slot = m->slot;
-    cc.lane_bytes = c.lane_bytes;
-    cc.threads = 1;
-    cc.coordinators = 1;
-    auto cl = Cluster::connect(cc, log_);
-    EXPECT_TRUE(cl) << cl.status().to_string();
-    return cl ? std::move(*cl) : nullptr;
-  };
+  DaemonCluster dc;
+  ASSERT_NO_FATAL_FAILURE(start_daemon_cluster("redirectory", &dc));
   // The coordinator's data plane reads the directory of the first tables.
-  auto leader = join(MemberRole::kFd, 2);
+  auto leader = join(dc, MemberRole::kFd, 2);
   ASSERT_TRUE(leader);
   CreateTablesOptions first;
   const std::vector<TableSpec> first_tables = {TableSpec{.id = 1, .name = "t", .value_size = 16, .expected_rows = 64}};
   ASSERT_TRUE(create_tables(*leader, first_tables, first));
   ASSERT_TRUE(leader->load_directory());
   RecoveryCoordinatorOptions ro;
-  ro.cluster_id = c.cluster_id;
-  ro.secret = base.secret;
-  RecoveryCoordinator coord(**reg, *leader, ro, log_, {});
+  ro.cluster_id = dc.record.cluster_id;
+  ro.secret = dc.base.secret;
+  RecoveryCoordinator coord(*dc.reg, *leader, ro, log_, {});
 
   // A compute node creates the tables again (a new table 2, 24-byte
   // values), loads key 5, and dies after updating it on its primary only.
-  auto node = join(MemberRole::kCompute, 2);
+  auto node = join(dc, MemberRole::kCompute, 2);
   ASSERT_TRUE(node);
   CreateTablesOptions again;
   again.replace_existing = true;
