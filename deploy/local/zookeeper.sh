@@ -196,14 +196,34 @@ server_mode() {
 
 # Free ports on $host: binds $1 sockets to $host:0 at once (so they are
 # distinct), prints them and closes them.
+# Ports outside the kernel's ephemeral range (ip_local_port_range): a port
+# picked from that range (bind to port 0) may be handed to any outgoing
+# connection on the host while its server is down, and the restarted server
+# then cannot bind it - its peers log "Cannot open channel to N at election
+# address" until that connection ends (seen as a restarted server not
+# rejoining for over 90 s in a full test run). The kernel never hands out
+# ports outside the range on its own.
 free_ports() {
   python3 - "$1" "$host" <<'PY'
-import socket, sys
+import random, socket, sys
+want, host = int(sys.argv[1]), sys.argv[2]
+try:
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        lo, hi = (int(x) for x in f.read().split())
+except (OSError, ValueError):
+    lo, hi = 32768, 60999
+pool = [p for p in range(10000, 65536) if p < lo or p > hi]
+random.shuffle(pool)
 socks = []
-for _ in range(int(sys.argv[1])):
+for p in pool:
+    if len(socks) == want:
+        break
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.bind((sys.argv[2], 0))
-    socks.append(s)
+    try:
+        s.bind((host, p))
+        socks.append(s)
+    except OSError:
+        s.close()
 print(" ".join(str(s.getsockname()[1]) for s in socks))
 for s in socks:
     s.close()
