@@ -1135,6 +1135,17 @@ TEST_F(FailoverTest, FordStopsTheWorldAndEveryLiveNodeParks) {
       }
     }
   });
+  // Stops and joins the application on every way out of the test: a
+  // failed ASSERT returns early, and a joinable thread left behind would
+  // abort the process before the fixture stops the cluster.
+  struct JoinApp {
+    std::atomic<bool>& stop;
+    std::thread& thread;
+    ~JoinApp() {
+      stop.store(true);
+      if (thread.joinable()) thread.join();
+    }
+  } join_app{app_stop, app};
   auto app_commits_grow = [&](const std::string& what) {
     const uint64_t base = app_commits.load();
     ASSERT_TRUE(wait_until(30s, [&] { return app_commits.load() > base || app_failed.load() > 0; }, 50ms))
@@ -1163,7 +1174,7 @@ TEST_F(FailoverTest, FordStopsTheWorldAndEveryLiveNodeParks) {
             (*rec)->scan_us / 1e3, (*rec)->records);
   }
   app_stop.store(true);
-  app.join();
+  if (app.joinable()) app.join();
   EXPECT_EQ(app_failed.load(), 0u) << app_error;
   EXPECT_FALSE((*client)->fenced()) << "the application was fenced: it did not park";
   auto failed = zk_read([](Registry& r) { return r.failed(); });
