@@ -48,6 +48,11 @@ Result<RecycleReport> recycle_pids(Registry& registry, Cluster& cluster, uint16_
     if (*rec && (*rec)->step == RecoveryStep::kDone) r.pids.push_back(p);
   }
   if (r.pids.empty()) return report;
+  // The scan below visits the slots of every table the directory names; as
+  // for ford's pause (recovery_coordinator.cc), a directory read before the
+  // tables were created again would miss the new tables' latches, and a
+  // re-issued pid would find its predecessor's latches there.
+  if (Status s = cluster.load_directory(); !s) return s;
 
   // 1. Announce; the leader's own failed-ids drop them now.
   if (Status s = registry.begin_recycle(r); !s) return s;

@@ -490,7 +490,8 @@ TEST_F(RegistryZkTest, PidsAreRecycledInATinyPidSpace) {
   FailedIds live_ids;
   ASSERT_TRUE((*live)->attach(live_ids));
 
-  const TableEntry& t = *(*cluster)->directory().find(1);
+  // A copy: recycling reads the directory again, which frees the old one.
+  const TableEntry t = *(*cluster)->directory().find(1);
   const auto conns = (*cluster)->bootstrap_connections();
   std::map<uint16_t, int> issued;  // pid -> times issued
   uint32_t recycles = 0, released = 0;
