@@ -73,22 +73,29 @@ Status RecoveryCoordinator::fence_everywhere(uint16_t pid) {
 
 Result<RecoveryRecord> RecoveryCoordinator::recover(uint16_t pid, uint64_t detected_ns, const MemberRecord* known) {
   if (pid == 0) return Status(Errc::kInvalidArgument, "pid 0 is never a compute node");
-  if (known && known->pid == pid && !known->slot.empty() && registry_.cluster().protocol != "ford") {
-    // Fast path: create the start record straight away; only if one exists
-    // already (a re-run) read what it says.
-    RecoveryRecord rec;
-    rec.pid = pid;
-    rec.leader_replica = options_.replica_id;
-    rec.detected_ns = detected_ns;
-    rec.slot = known->slot;
-    const auto t = Clock::now();
-    auto created = registry_.create_recovery(rec);
-    if (!created) return created.status();
-    rec.start_record_us = us_since(t);
-    if (*created) return recover_from_fence(pid, rec);
-  }
+  const auto t_start = Clock::now();
   auto existing = registry_.recovery(pid);
   if (!existing) return existing.status();
+  if (known && known->pid == pid && !known->slot.empty() && registry_.cluster().protocol != "ford" &&
+      (!*existing || (*existing)->step == RecoveryStep::kStarted)) {
+    // Fast path: the record read above (served by the connected server:
+    // no disk, no quorum round) is the only ZooKeeper round trip before
+    // the data-plane steps; the start record is posted, not waited for.
+    RecoveryRecord rec;
+    if (*existing) {
+      rec = **existing;
+    } else {
+      rec.pid = pid;
+      rec.detected_ns = detected_ns;
+    }
+    if (rec.slot.empty()) rec.slot = known->slot;
+    rec.leader_replica = options_.replica_id;
+    if (!*existing) {
+      if (Status s = registry_.post_recovery_start(rec); !s) return s;
+    }
+    rec.start_record_us = us_since(t_start);
+    return recover_from_fence(pid, rec);
+  }
   if (*existing && (*existing)->step == RecoveryStep::kDone) return **existing;
 
   RecoveryRecord rec;
@@ -114,10 +121,11 @@ Result<RecoveryRecord> RecoveryCoordinator::recover(uint16_t pid, uint64_t detec
     }
     if (registry_.cluster().protocol == "ford") return recover_stopped_world(pid, rec);
 
-    // 1. The start record (ZooKeeper write 1).
-    auto t = Clock::now();
-    if (Status s = registry_.start_recovery(rec); !s) return s;
-    rec.start_record_us = us_since(t);
+    // 1. The start record, posted (advisory: see the header).
+    if (!*existing) {
+      if (Status s = registry_.post_recovery_start(rec); !s) return s;
+    }
+    rec.start_record_us = us_since(t_start);
     return recover_from_fence(pid, rec);
   }
 
@@ -125,6 +133,28 @@ Result<RecoveryRecord> RecoveryCoordinator::recover(uint16_t pid, uint64_t detec
   if (Status s = registry_.finish_recovery(rec); !s) return s;
   rec.step = RecoveryStep::kDone;
   return rec;
+}
+
+void RecoveryCoordinator::push_failed(uint16_t pid) {
+  if (!push_) return;
+  const uint16_t pids[] = {pid};
+  if (options_.push_targets) {
+    const std::vector<Endpoint> to = options_.push_targets();
+    push_(to, pids);
+    return;
+  }
+  auto members = registry_.members();
+  if (!members) {
+    logger_.warn("pid {} recovered, but the compute nodes could not be listed for the push ({}); they learn it "
+                 "from their ZooKeeper watch",
+                 pid, members.status().to_string());
+    return;
+  }
+  std::vector<Endpoint> to;
+  for (const MemberRecord& m : *members) {
+    if (m.push && m.pid != pid) to.push_back(*m.push);
+  }
+  push_(to, pids);
 }
 
 Result<RecoveryRecord> RecoveryCoordinator::recover_from_fence(uint16_t pid, RecoveryRecord rec) {
@@ -159,30 +189,18 @@ Result<RecoveryRecord> RecoveryCoordinator::recover_from_fence(uint16_t pid, Rec
     if (Status s = truncate_lanes(cluster_, conns, pid, rec.slot, crash_); !s) return s;
     rec.truncate_us = us_since(t);
 
-    // 5. Publish (ZooKeeper write 2), then push to every compute node.
+    // 5. Publish: the push to every compute node first, then the one
+    // synchronous ZooKeeper write. From the push on, survivors steal the
+    // pid's latches; that is safe already (its writes are fenced, its lanes
+    // hold nothing undecided), and a leader that dies before the write is
+    // replaced by one that re-runs every step and finds the lanes empty.
+    // ZooKeeper's failed-ids is what nodes that missed the (UDP) push, or
+    // join later, read.
+    cluster_.failed_ids().add(pid);
+    push_failed(pid);
     t = Clock::now();
     if (Status s = registry_.publish_failed(rec); !s) return s;
     rec.publish_us = us_since(t);
-    cluster_.failed_ids().add(pid);
-    if (push_ && options_.push_targets) {
-      const uint16_t pids[] = {pid};
-      const std::vector<Endpoint> to = options_.push_targets();
-      push_(to, pids);
-    } else if (push_) {
-      auto members = registry_.members();
-      if (members) {
-        std::vector<Endpoint> to;
-        for (const MemberRecord& m : *members) {
-          if (m.push && m.pid != pid) to.push_back(*m.push);
-        }
-        const uint16_t pids[] = {pid};
-        push_(to, pids);
-      } else {
-        logger_.warn("pid {} published, but the compute nodes could not be listed for the push ({}); they learn it "
-                     "from their ZooKeeper watch",
-                     pid, members.status().to_string());
-      }
-    }
 
     // 6. Post-publish sweep of the latches its logs name (optional: the
     // rest are stolen by whoever meets them).

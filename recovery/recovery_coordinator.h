@@ -1,19 +1,43 @@
 // The recovery coordinator (ARCHITECTURE.md 5; seed 4.3.2.2): what the
 // failure detector's leader runs for each failed compute pid.
 //
-//   start record (ZooKeeper write 1) -> fence at every memory node -> log
-//   recovery -> truncate -> publish (ZooKeeper write 2: failed/<pid>, the
-//   record marked published, compute/<pid> removed) + direct push to every
-//   compute node -> post-publish sweep of the stray latches the logs name
-//   -> lane lease released and record marked done (off the critical path).
+//   read the pid's record -> start record posted (not waited for) -> fence
+//   at every memory node -> log recovery -> truncate -> push to every
+//   compute node -> publish (the one synchronous ZooKeeper write:
+//   failed/<pid>, the record marked published, compute/<pid> removed) ->
+//   post-publish sweep of the stray latches the logs name -> lane lease
+//   released and record marked done (off the critical path).
 //
 // Every step is idempotent, so a leader that dies anywhere is replaced and
 // the new leader simply runs recover() again from the top for every record
-// not marked done (resume()). Why a re-run is safe: until the publish the
+// not marked done (resume()). Why a re-run is safe: until the push the
 // dead pid is fenced and still owns every latch it held, so nobody else
 // can change the objects its log names, and log recovery reaches the same
-// decision; truncation only zeroes what the first run already decided;
-// publishing twice finds failed/<pid> there; the sweep CASes exact words.
+// decision; truncation only zeroes what the first run already decided, and
+// once it is done (before the push) a re-run finds nothing to decide, so
+// latches stolen after the push are never undone; publishing twice finds
+// failed/<pid> there; the sweep CASes exact words. A leader that is
+// replaced while it still runs cannot interfere: its successor fences the
+// old leader's own pid before recovering anything (resume()).
+//
+// One synchronous ZooKeeper write, not two (ARCHITECTURE.md 5 allows two;
+// the issue asked for the argument). The start record is not needed for a
+// re-run to happen: a failed pid that has not been published keeps its
+// registration (compute/<pid> is removed only by the publishing multi), so
+// the next leader's detector finds it registered and silent and recovers
+// it; and the fence bits are persistent at the memory nodes, so a pid
+// fenced by a dead leader stays fenced: should it still be alive (a false
+// suspicion), its next operation fails, it exits, and falls silent. The
+// record is kept for pandora-ctl (a recovery in progress and its timings),
+// posted without waiting: one session's requests apply in order, so the
+// publishing multi finds it, and creates it when its creation was lost.
+// The read that comes first is what keeps a re-run away from a slot whose
+// lease was released (a record at done) and possibly re-leased.
+//
+// The push precedes the write because stealing is safe from the moment
+// the lanes are truncated: the survivors' wait for the dead pid's latches
+// then ends a ZooKeeper fsync earlier (the write is what new nodes and
+// nodes that missed the UDP push read).
 //
 // ford (the cluster record's protocol): latches carry no owner, so they can
 // be neither stolen nor told apart; recovery stops the world instead
@@ -22,12 +46,6 @@
 // between transactions and acknowledges; then the undo records are decided,
 // the lanes truncated, every slot of every node scanned and every latch
 // released; publish; resume. The pause grows with the data (the scan).
-//
-// The start record is not strictly needed for safety (the fence bits are
-// persistent and a replacement leader re-detects a pid that is still
-// registered but silent); it is written so that pandora-ctl can show a
-// recovery in progress and its timings. It costs one synchronous ZooKeeper
-// write (p50 ~2-3 ms on loopback with the log on disk).
 #pragma once
 
 #include <chrono>
@@ -104,9 +122,8 @@ class RecoveryCoordinator {
   // All steps for `pid`. `detected_ns`: CLOCK_REALTIME when the majority
   // was reached (0 for a recovery run by hand). Returns the final record.
   // `known` (optional): the pid's member record as the caller last read
-  // it (the detector's leader watches them); with it the first recovery of
-  // a pid reads nothing from ZooKeeper before its start record, so the
-  // critical path holds exactly the two writes.
+  // it (the detector's leader watches them); with it the recovery reads
+  // only the pid's record from ZooKeeper before the data-plane steps.
   Result<RecoveryRecord> recover(uint16_t pid, uint64_t detected_ns, const MemberRecord* known = nullptr);
 
   // At leadership start: recovers every registered kFd member other than
@@ -129,8 +146,10 @@ class RecoveryCoordinator {
   RecoveryCoordinatorOptions options_;
   Logger logger_;
   Result<RecoveryRecord> recover_stopped_world(uint16_t pid, RecoveryRecord rec);
-  // Steps 2..7 of a pid whose start record is written.
+  // Steps 2..7 of a pid whose start record is posted.
   Result<RecoveryRecord> recover_from_fence(uint16_t pid, RecoveryRecord rec);
+  // The authenticated push of a recovered pid to every compute node.
+  void push_failed(uint16_t pid);
 
   FailedPusher push_;
   StepHook* crash_;

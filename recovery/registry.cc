@@ -523,21 +523,48 @@ Result<bool> Registry::create_recovery(const RecoveryRecord& r) {
   return created.status();
 }
 
+Status Registry::post_recovery_start(const RecoveryRecord& r) {
+  RecoveryRecord started = r;
+  started.step = RecoveryStep::kStarted;
+  return zk_->post_create(path(fmt::format("recoveries/{}", r.pid)), encode_recovery_record(started));
+}
+
 Status Registry::publish_failed(const RecoveryRecord& r) {
   RecoveryRecord published = r;
   published.step = RecoveryStep::kPublished;
-  std::vector<Op> ops = {Op::create(path(fmt::format("failed/{}", r.pid)), fmt::format("published_ns={}\n",
-                                                                                        now_realtime_ns())),
-                         Op::set(path(fmt::format("recoveries/{}", r.pid)), encode_recovery_record(published))};
-  ops.push_back(Op::remove(path(fmt::format("compute/{}", r.pid))));
-  Status s = zk_->multi(ops);
-  if (s.code() == Errc::kNotFound) {
-    // The member node is gone already (a pid retired without one): the
-    // same multi without its removal.
-    ops.pop_back();
+  const std::string record_path = path(fmt::format("recoveries/{}", r.pid));
+  const std::string member_path = path(fmt::format("compute/{}", r.pid));
+  bool record_there = true, member_there = true;
+  Status s;
+  // At most three tries: each failure on a missing node drops that
+  // assumption, and nothing of ours creates either node again meanwhile.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    std::vector<Op> ops = {Op::create(path(fmt::format("failed/{}", r.pid)),
+                                      fmt::format("published_ns={}\n", now_realtime_ns()))};
+    const std::string data = encode_recovery_record(published);
+    ops.push_back(record_there ? Op::set(record_path, data) : Op::create(record_path, data));
+    if (member_there) ops.push_back(Op::remove(member_path));
     s = zk_->multi(ops);
+    if (s.code() == Errc::kAlreadyExists) {
+      // failed/<pid>: published by an earlier run. The record (created
+      // here only when it was missing): someone created it meanwhile.
+      auto failed_there = zk_->exists(path(fmt::format("failed/{}", r.pid)));
+      if (!failed_there) return failed_there.status();
+      if (*failed_there) return Status::ok();
+      record_there = true;
+      continue;
+    }
+    if (s.code() != Errc::kNotFound) return s;
+    // The member node is gone (a pid retired without one, or an earlier
+    // publish whose answer was lost), or the start record is (its posted
+    // creation was lost with a connection).
+    auto rec = zk_->exists(record_path);
+    if (!rec) return rec.status();
+    auto member = zk_->exists(member_path);
+    if (!member) return member.status();
+    record_there = *rec;
+    member_there = *member;
   }
-  if (s.code() == Errc::kAlreadyExists) return Status::ok();  // published by an earlier run
   return s;
 }
 

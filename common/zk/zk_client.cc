@@ -17,6 +17,7 @@
 #include <zookeeper/zookeeper.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <condition_variable>
@@ -246,6 +247,7 @@ struct ZkClient::Impl {
   uint64_t next_watch_id = 1;
   std::map<const Call*, std::shared_ptr<Call>> calls;
   std::map<uint64_t, std::unique_ptr<Watch>> watches;
+  std::atomic<uint64_t> writes_waited{0}, writes_posted{0};
 
   // The ACL of every node this client creates (see DigestAuth): the C
   // client takes non-const pointers, hence the owned buffers.
@@ -596,6 +598,7 @@ Result<std::string> ZkClient::create(std::string_view path, std::string_view dat
   Impl& m = *impl_;
   std::string p(path);
   auto call = m.new_call();
+  m.writes_waited.fetch_add(1, std::memory_order_relaxed);
   Status s = m.run(fmt::format("create ({})", mode_name(mode)), path, call, [&](const void* d) {
     return zoo_acreate(m.zh, p.c_str(), data.data(), static_cast<int>(data.size()), m.create_acl(),
                        create_flags(mode), Impl::string_done, d);
@@ -605,12 +608,38 @@ Result<std::string> ZkClient::create(std::string_view path, std::string_view dat
   return std::move(call->value);
 }
 
+Status ZkClient::post_create(std::string_view path, std::string_view data) {
+  Impl& m = *impl_;
+  if (expired()) {
+    return Status(Errc::kUnavailable, fmt::format("zookeeper post create {}: session expired on {}: reconnect", path,
+                                                  hosts()));
+  }
+  std::string p(path);
+  // Owned by Impl::calls until its completion runs (string_done takes it
+  // out and wakes nobody) or the client closes.
+  auto call = m.new_call();
+  const int rc = zoo_acreate(m.zh, p.c_str(), data.data(), static_cast<int>(data.size()), m.create_acl(),
+                             create_flags(CreateMode::kPersistent), Impl::string_done, call.get());
+  if (rc != ZOK) {
+    if (rc != ZMARSHALLINGERROR) m.forget(call);
+    return m.error(rc, "post create", path);
+  }
+  m.writes_posted.fetch_add(1, std::memory_order_relaxed);
+  return Status::ok();
+}
+
+ZkClientStats ZkClient::stats() const {
+  return ZkClientStats{.writes_waited = impl_->writes_waited.load(std::memory_order_relaxed),
+                       .writes_posted = impl_->writes_posted.load(std::memory_order_relaxed)};
+}
+
 Result<Node> ZkClient::get(std::string_view path) { return impl_->get(path, nullptr); }
 
 Status ZkClient::set(std::string_view path, std::string_view data, int32_t expected_version) {
   Impl& m = *impl_;
   std::string p(path);
   auto call = m.new_call();
+  m.writes_waited.fetch_add(1, std::memory_order_relaxed);
   return m.run("set", path, call, [&](const void* d) {
     return zoo_aset(m.zh, p.c_str(), data.data(), static_cast<int>(data.size()), expected_version,
                     Impl::stat_done, d);
@@ -621,6 +650,7 @@ Status ZkClient::remove(std::string_view path, int32_t expected_version) {
   Impl& m = *impl_;
   std::string p(path);
   auto call = m.new_call();
+  m.writes_waited.fetch_add(1, std::memory_order_relaxed);
   return m.run("remove", path, call,
                [&](const void* d) { return zoo_adelete(m.zh, p.c_str(), expected_version, Impl::void_done, d); });
 }
@@ -714,6 +744,7 @@ Status ZkClient::multi(std::span<const Op> ops) {
   // The ops point into `ops` (the caller's strings), which are serialized
   // at submission; only path_bufs, stats and results are written later.
   std::string what = fmt::format("multi of {} ops", n);
+  m.writes_waited.fetch_add(1, std::memory_order_relaxed);
   Status s = m.run("multi", what, call, [&](const void* d) {
     return zoo_amulti(m.zh, static_cast<int>(n), call->ops.data(), call->results.data(), Impl::void_done, d);
   });

@@ -7,15 +7,17 @@ Prints p50 / p99 / min / max / mean of, per crash:
   detection       kill -> detected_ns (the FD leader saw a majority of
                   replicas miss the node for the timeout)
   end-to-end      kill -> published_ns (<root>/failed/<pid>: the instant the
-                  leader starts the publishing ZooKeeper write; the pid is
-                  durable in failed-ids publish_us later)
+                  leader has pushed the pid to every compute node, which
+                  steal its latches from then on, and starts the publishing
+                  ZooKeeper write; the pid is durable in failed-ids
+                  publish_us later)
   end-to-end + publish write   the same plus the publish step's duration
-  each step of the recovery record (start record, fence, log recovery,
-  truncate, publish; sweep is after publishing, off the critical path)
-  untimed         published - detected - (start record + fence + log
+  each step of the recovery record (record read + start record posted,
+  fence, log recovery, truncate, publish; sweep is after publishing, off
+  the critical path)
+  untimed         published - detected - (record read + fence + log
                   recovery + truncate): the leader's hand-off from its
-                  detector thread to its main loop, and scheduling (the
-                  leader reads nothing from ZooKeeper before its first write)
+                  detector thread to its main loop, the push, and scheduling
 Percentiles are nearest-rank: with 50 crashes p99 is the largest but one.
 """
 import csv
@@ -51,9 +53,9 @@ def main(paths):
     detect = col("detect_us")
     e2e = col("end_to_end_us")
     pub = col("publish_us")
-    steps = [("start record (ZooKeeper write 1)", "start_record_us"), ("fence (every memory node)", "fence_us"),
+    steps = [("record read, start record posted", "start_record_us"), ("fence (every memory node)", "fence_us"),
              ("log recovery", "log_recovery_us"), ("truncate lanes", "truncate_us"),
-             ("publish (ZooKeeper write 2)", "publish_us"), ("sweep (after publishing)", "sweep_us")]
+             ("publish (the one waited ZooKeeper write)", "publish_us"), ("sweep (after publishing)", "sweep_us")]
     untimed = [float(r["published_ns"]) / 1000 - float(r["detected_ns"]) / 1000
                - sum(float(r[k]) for k in ("start_record_us", "fence_us", "log_recovery_us", "truncate_us"))
                for r in rows]

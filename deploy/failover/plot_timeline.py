@@ -137,7 +137,7 @@ def main():
     lines.append(f"survivors: {n} ({', '.join(s['anchor'] + '-anchored' for s in surv)}); pre-crash mean "
                  f"{pre_mean * 1000:.0f} commits/s ({pre_mean:.1f} per ms), from -1000 to -10 ms")
     lines.append(f"kill -> detected {det_ms:.1f} ms, -> published_ns {pub_ms:.1f} ms, publish write done "
-                 f"{pub_done_ms:.1f} ms; steps: start record {rec['start_record_us']} us, fence {rec['fence_us']} us, "
+                 f"{pub_done_ms:.1f} ms; steps: record read {rec['start_record_us']} us, fence {rec['fence_us']} us, "
                  f"log recovery {rec['log_recovery_us']} us ({rec['records']} records: {rec['rolled_back']} rolled "
                  f"back, {rec['rolled_forward']} forward), truncate {rec['truncate_us']} us, publish "
                  f"{rec['publish_us']} us, sweep {rec['sweep_us']} us ({rec['swept']} latches)")
@@ -194,7 +194,7 @@ def main():
     ax2.legend(loc="upper left", fontsize=8, ncol=4)
     ax2.text(0.995, 0.80, f"worst 10 ms bucket after the kill: {100 * worst / pre_mean:.0f}% of the pre-crash mean\n"
              f"(noise floor before the kill: {100 * noise / pre_mean:.0f}%)\n"
-             f"start record {rec['start_record_us'] / 1000:.1f} ms, fence {rec['fence_us'] / 1000:.1f} ms, "
+             f"record read {rec['start_record_us'] / 1000:.1f} ms, fence {rec['fence_us'] / 1000:.1f} ms, "
              f"log recovery {rec['log_recovery_us'] / 1000:.1f} ms,\ntruncate {rec['truncate_us'] / 1000:.1f} ms, "
              f"publish {rec['publish_us'] / 1000:.1f} ms",
              transform=ax2.transAxes, ha="right", va="top", fontsize=8,

@@ -178,6 +178,50 @@ class RegistryZkTest : public ::testing::Test {
     EXPECT_TRUE(cl) << cl.status().to_string();
     return cl ? std::move(*cl) : nullptr;
   }
+  // Loads key `key` of `table` with `before`, then leaves what `node`
+  // leaves when it dies in a commit of `after` to it: latched on its
+  // primary by a transaction of its own, the log record written to every
+  // log node of its first lane, `after` with version+1 on the primary only.
+  void load_and_die_mid_commit(Cluster& node, uint32_t table, uint64_t key, const std::vector<uint8_t>& before,
+                               const std::vector<uint8_t>& after) {
+    {
+      TableLoader loader(node);
+      ASSERT_TRUE(loader.add(table, key, before));
+      ASSERT_TRUE(loader.finish());
+    }
+    const uint16_t pid = node.config().compute_id;
+    const testing::RawSlot s = testing::raw_find(node, table, key);
+    ASSERT_TRUE(s.found);
+    LogRecord rec;
+    rec.txn_id = encode_latch({pid, 0, 1});
+    rec.lane_seq = 1;
+    LogEntry& e = rec.entries.emplace_back();
+    e.table_id = table;
+    e.key = key;
+    e.slot_offset = s.offset;
+    e.shard = node.placement().shard_of(table, key);
+    e.old_version = s.version;
+    e.undo_image = before;
+    e.new_image = after;
+    const auto reps = node.replica_indexes(e.shard);
+    ASSERT_EQ(testing::raw_cas_latch(node, reps[0], s.offset, 0, rec.txn_id), 0u);
+    std::string enc;
+    encode_log_record(rec, enc);
+    std::vector<uint8_t> image(16 + after.size());
+    store_u64(image.data(), s.version + 1);
+    store_u64(image.data() + 8, make_slot_meta(kSlotOccupied, static_cast<uint32_t>(after.size())));
+    std::memcpy(image.data() + 16, after.data(), after.size());
+    const auto conns = node.bootstrap_connections();
+    OpBatch b(conns, std::chrono::seconds(5));
+    for (size_t n : node.log_node_indexes(pid)) {
+      b.write(n, node.lane_address(n, node.lanes().lane_index(node.config().lane_slot, 0).value()), enc.data(),
+              static_cast<uint32_t>(enc.size()));
+    }
+    b.write(reps[0], s.offset + kSlotVersionOffset, image.data(), static_cast<uint32_t>(image.size()));
+    ASSERT_TRUE(b.run());
+    ASSERT_EQ(testing::raw_find(node, table, key).value, after);
+  }
+
   // A cluster record of one (never contacted) memory node, 4 KiB lanes.
   static ClusterRecord one_node_cluster(uint64_t cluster_id, uint32_t lanes = 64) {
     ClusterRecord c;
@@ -391,44 +435,9 @@ TEST_F(RegistryZkTest, RecoveryReadsTheDirectoryAgainForTablesCreatedSinceItsLea
   ASSERT_TRUE(create_tables(*node, new_tables, again));
   ASSERT_TRUE(node->load_directory());
   const std::vector<uint8_t> before(24, 0x11), after(24, 0x22);
-  {
-    TableLoader loader(*node);
-    ASSERT_TRUE(loader.add(kTable, 5, before));
-    ASSERT_TRUE(loader.finish());
-  }
   const uint16_t pid = node->config().compute_id;
-  const testing::RawSlot s = testing::raw_find(*node, kTable, 5);
-  ASSERT_TRUE(s.found);
-  LogRecord rec;
-  rec.txn_id = encode_latch({pid, 0, 1});
-  rec.lane_seq = 1;
-  LogEntry& e = rec.entries.emplace_back();
-  e.table_id = kTable;
-  e.key = 5;
-  e.slot_offset = s.offset;
-  e.shard = node->placement().shard_of(kTable, 5);
-  e.old_version = s.version;
-  e.undo_image = before;
-  e.new_image = after;
-  const auto reps = node->replica_indexes(e.shard);
-  ASSERT_EQ(testing::raw_cas_latch(*node, reps[0], s.offset, 0, rec.txn_id), 0u);
-  std::string enc;
-  encode_log_record(rec, enc);
-  std::vector<uint8_t> image(16 + 24);
-  store_u64(image.data(), s.version + 1);
-  store_u64(image.data() + 8, make_slot_meta(kSlotOccupied, 24));
-  std::memcpy(image.data() + 16, after.data(), 24);
-  {
-    const auto conns = node->bootstrap_connections();
-    OpBatch b(conns, std::chrono::seconds(5));
-    for (size_t n : node->log_node_indexes(pid)) {
-      b.write(n, node->lane_address(n, node->lanes().lane_index(node->config().lane_slot, 0).value()), enc.data(),
-              static_cast<uint32_t>(enc.size()));
-    }
-    b.write(reps[0], s.offset + kSlotVersionOffset, image.data(), static_cast<uint32_t>(image.size()));
-    ASSERT_TRUE(b.run());
-  }
-  ASSERT_EQ(testing::raw_find(*node, kTable, 5).value, after);
+  ASSERT_NO_FATAL_FAILURE(load_and_die_mid_commit(*node, kTable, 5, before, after));
+  const uint64_t version = testing::raw_find(*node, kTable, 5, 1).version;
 
   auto done = coord.recover(pid, 0);
   ASSERT_TRUE(done) << done.status().to_string();
@@ -439,7 +448,123 @@ TEST_F(RegistryZkTest, RecoveryReadsTheDirectoryAgainForTablesCreatedSinceItsLea
   ASSERT_TRUE(leader->directory().find(kTable));
   EXPECT_EQ(testing::raw_find(*leader, kTable, 5, 0).value, before);
   EXPECT_EQ(testing::raw_find(*leader, kTable, 5, 1).value, before);
-  EXPECT_EQ(testing::raw_find(*leader, kTable, 5, 0).version, s.version);
+  EXPECT_EQ(testing::raw_find(*leader, kTable, 5, 0).version, version);
+}
+
+// The recovery's critical path (recovery_coordinator.h): nothing waits for
+// a ZooKeeper write before the survivors are told. When the push goes out,
+// the dead node's half-done commit is already rolled back, the start record
+// (posted, not waited for) is there, and failed/<pid> is not yet; the one
+// waited-for write then publishes, and the record ends at done.
+TEST_F(RegistryZkTest, SurvivorsAreToldBeforeAnyWaitedZooKeeperWrite) {
+  DaemonCluster dc;
+  ASSERT_NO_FATAL_FAILURE(start_daemon_cluster("pushfirst", &dc));
+  auto leader = join(dc, MemberRole::kFd, 2);
+  ASSERT_TRUE(leader);
+  constexpr uint32_t kTable = 1;
+  const std::vector<TableSpec> tables = {TableSpec{.id = kTable, .name = "t", .value_size = 16, .expected_rows = 64}};
+  ASSERT_TRUE(create_tables(*leader, tables, CreateTablesOptions{}));
+  ASSERT_TRUE(leader->load_directory());
+  auto node = join(dc, MemberRole::kCompute, 2);
+  ASSERT_TRUE(node);
+  ASSERT_TRUE(node->load_directory());
+  const std::vector<uint8_t> before(16, 0x33), after(16, 0x44);
+  const uint16_t pid = node->config().compute_id;
+  ASSERT_NO_FATAL_FAILURE(load_and_die_mid_commit(*node, kTable, 9, before, after));
+  auto known = dc.reg->member(pid);
+  ASSERT_TRUE(known && *known);
+
+  struct AtPush {
+    bool pushed = false;
+    std::vector<uint16_t> pids;
+    zk::ZkClientStats zk;
+    std::optional<RecoveryRecord> record;
+    bool failed_listed = true;
+    std::vector<uint8_t> value;
+  } at;
+  const zk::ZkClientStats start = dc.reg->zk().stats();
+  RecoveryCoordinatorOptions ro;
+  ro.cluster_id = dc.record.cluster_id;
+  ro.secret = dc.base.secret;
+  ro.push_targets = [] { return std::vector<Endpoint>{Endpoint{"127.0.0.1", 9}}; };
+  auto push = [&](std::span<const Endpoint>, std::span<const uint16_t> pids) {
+    at.pushed = true;
+    at.pids.assign(pids.begin(), pids.end());
+    at.zk = dc.reg->zk().stats();
+    if (auto r = dc.reg->recovery(pid); r && *r) at.record = **r;
+    if (auto f = dc.reg->failed()) at.failed_listed = std::binary_search(f->begin(), f->end(), pid);
+    at.value = testing::raw_find(*leader, kTable, 9, 0).value;
+  };
+  RecoveryCoordinator coord(*dc.reg, *leader, ro, log_, push);
+  auto done = coord.recover(pid, 1, &**known);
+  ASSERT_TRUE(done) << done.status().to_string();
+
+  ASSERT_TRUE(at.pushed);
+  EXPECT_EQ(at.pids, std::vector<uint16_t>{pid});
+  EXPECT_EQ(at.zk.writes_waited, start.writes_waited) << "a ZooKeeper write was waited for before the push";
+  EXPECT_EQ(at.zk.writes_posted, start.writes_posted + 1);
+  ASSERT_TRUE(at.record) << "the posted start record is not there for a later call of the same session";
+  EXPECT_EQ(at.record->step, RecoveryStep::kStarted);
+  EXPECT_FALSE(at.failed_listed) << "failed/<pid> written before the push";
+  EXPECT_EQ(at.value, before) << "the survivors were told before the half-done commit was rolled back";
+
+  EXPECT_EQ(done->step, RecoveryStep::kDone);
+  EXPECT_EQ(done->rolled_back, 1u);
+  auto failed = dc.reg->failed();
+  ASSERT_TRUE(failed);
+  EXPECT_TRUE(std::binary_search(failed->begin(), failed->end(), pid));
+  auto member = dc.reg->member(pid);
+  ASSERT_TRUE(member);
+  EXPECT_FALSE(*member) << "compute/<pid> left behind";
+  auto rec = dc.reg->recovery(pid);
+  ASSERT_TRUE(rec && *rec);
+  EXPECT_EQ((*rec)->step, RecoveryStep::kDone);
+  EXPECT_EQ((*rec)->records, 1u);
+  // A second recovery of the same pid (a stale detector report) reads the
+  // record, finds it done, and touches nothing.
+  at = AtPush{};
+  auto again = coord.recover(pid, 2, &**known);
+  ASSERT_TRUE(again) << again.status().to_string();
+  EXPECT_EQ(again->step, RecoveryStep::kDone);
+  EXPECT_FALSE(at.pushed);
+}
+
+// The publishing multi does not depend on the posted start record: when
+// its creation was lost, publishing creates the record; a member already
+// gone is not removed again; publishing twice is fine.
+TEST_F(RegistryZkTest, PublishingCreatesALostStartRecord) {
+  const ClusterRecord c = one_node_cluster(0x5151);
+  ASSERT_TRUE(Registry::init(zk_options(), root("loststart"), c, log_));
+  auto reg = Registry::open(zk_options(), root("loststart"), c.cluster_id, log_);
+  ASSERT_TRUE(reg) << reg.status().to_string();
+  auto a = (*reg)->register_member(MemberRecord{.role = MemberRole::kCompute}, 1);
+  ASSERT_TRUE(a) << a.status().to_string();
+  RecoveryRecord r;
+  r.pid = a->pid;
+  r.slot = a->slot;
+  r.fence_us = 17;
+  ASSERT_TRUE((*reg)->publish_failed(r));  // no start record, member there
+  auto rec = (*reg)->recovery(a->pid);
+  ASSERT_TRUE(rec && *rec);
+  EXPECT_EQ((*rec)->step, RecoveryStep::kPublished);
+  EXPECT_EQ((*rec)->fence_us, 17u);
+  auto gone = (*reg)->member(a->pid);
+  ASSERT_TRUE(gone);
+  EXPECT_FALSE(*gone);
+  ASSERT_TRUE((*reg)->publish_failed(r));  // again: already published
+
+  // No start record and no member (retired without one).
+  auto b = (*reg)->register_member(MemberRecord{.role = MemberRole::kCompute}, 1);
+  ASSERT_TRUE(b);
+  ASSERT_TRUE((*reg)->zk().remove((*reg)->path(fmt::format("compute/{}", b->pid))));
+  r.pid = b->pid;
+  ASSERT_TRUE((*reg)->publish_failed(r));
+  rec = (*reg)->recovery(b->pid);
+  ASSERT_TRUE(rec && *rec);
+  EXPECT_EQ((*rec)->step, RecoveryStep::kPublished);
+  auto failed = (*reg)->failed();
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(*failed, (std::vector<uint16_t>{a->pid, b->pid}));
 }
 
 // Pid recycling with a tiny pid space: pids of failed nodes are issued
