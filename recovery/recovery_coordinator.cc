@@ -79,8 +79,8 @@ Result<RecoveryRecord> RecoveryCoordinator::recover(uint16_t pid, uint64_t detec
   if (known && known->pid == pid && !known->slot.empty() && registry_.cluster().protocol != "ford" &&
       (!*existing || (*existing)->step == RecoveryStep::kStarted)) {
     // Fast path: the record read above (served by the connected server:
-    // no disk, no quorum round) is the only ZooKeeper round trip before
-    // the data-plane steps; the start record is posted, not waited for.
+    // no disk, no quorum round) is the only ZooKeeper call before the
+    // data-plane steps.
     RecoveryRecord rec;
     if (*existing) {
       rec = **existing;
@@ -90,11 +90,8 @@ Result<RecoveryRecord> RecoveryCoordinator::recover(uint16_t pid, uint64_t detec
     }
     if (rec.slot.empty()) rec.slot = known->slot;
     rec.leader_replica = options_.replica_id;
-    if (!*existing) {
-      if (Status s = registry_.post_recovery_start(rec); !s) return s;
-    }
     rec.start_record_us = us_since(t_start);
-    return recover_from_fence(pid, rec);
+    return recover_from_fence(pid, rec, existing->has_value());
   }
   if (*existing && (*existing)->step == RecoveryStep::kDone) return **existing;
 
@@ -121,12 +118,9 @@ Result<RecoveryRecord> RecoveryCoordinator::recover(uint16_t pid, uint64_t detec
     }
     if (registry_.cluster().protocol == "ford") return recover_stopped_world(pid, rec);
 
-    // 1. The start record, posted (advisory: see the header).
-    if (!*existing) {
-      if (Status s = registry_.post_recovery_start(rec); !s) return s;
-    }
+    // No start record (see the header).
     rec.start_record_us = us_since(t_start);
-    return recover_from_fence(pid, rec);
+    return recover_from_fence(pid, rec, existing->has_value());
   }
 
   // 7. Off the critical path: release the lane lease, mark done.
@@ -157,7 +151,8 @@ void RecoveryCoordinator::push_failed(uint16_t pid) {
   push_(to, pids);
 }
 
-Result<RecoveryRecord> RecoveryCoordinator::recover_from_fence(uint16_t pid, RecoveryRecord rec) {
+Result<RecoveryRecord> RecoveryCoordinator::recover_from_fence(uint16_t pid, RecoveryRecord rec,
+                                                               bool record_exists) {
   {
     // 2. Fence: from here on nothing the pid sends changes memory.
     auto t = Clock::now();
@@ -199,7 +194,7 @@ Result<RecoveryRecord> RecoveryCoordinator::recover_from_fence(uint16_t pid, Rec
     cluster_.failed_ids().add(pid);
     push_failed(pid);
     t = Clock::now();
-    if (Status s = registry_.publish_failed(rec); !s) return s;
+    if (Status s = registry_.publish_failed(rec, record_exists); !s) return s;
     rec.publish_us = us_since(t);
 
     // 6. Post-publish sweep of the latches its logs name (optional: the

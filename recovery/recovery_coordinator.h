@@ -1,38 +1,42 @@
 // The recovery coordinator (ARCHITECTURE.md 5; seed 4.3.2.2): what the
 // failure detector's leader runs for each failed compute pid.
 //
-//   read the pid's record -> start record posted (not waited for) -> fence
-//   at every memory node -> log recovery -> truncate -> push to every
-//   compute node -> publish (the one synchronous ZooKeeper write:
-//   failed/<pid>, the record marked published, compute/<pid> removed) ->
+//   read the pid's record -> fence at every memory node -> log recovery
+//   -> truncate -> push to every compute node -> publish (the one
+//   synchronous ZooKeeper write: failed/<pid>, the record created at
+//   published with the steps' timings, compute/<pid> removed) ->
 //   post-publish sweep of the stray latches the logs name -> lane lease
 //   released and record marked done (off the critical path).
 //
 // Every step is idempotent, so a leader that dies anywhere is replaced and
-// the new leader simply runs recover() again from the top for every record
-// not marked done (resume()). Why a re-run is safe: until the push the
-// dead pid is fenced and still owns every latch it held, so nobody else
-// can change the objects its log names, and log recovery reaches the same
-// decision; truncation only zeroes what the first run already decided, and
-// once it is done (before the push) a re-run finds nothing to decide, so
-// latches stolen after the push are never undone; publishing twice finds
+// the new leader simply runs recover() again from the top, for every pid
+// still registered and silent (its detector) and every record not marked
+// done (resume()). Why a re-run is safe: until the push the dead pid is
+// fenced and still owns every latch it held, so nobody else can change the
+// objects its log names, and log recovery reaches the same decision;
+// truncation only zeroes what the first run already decided, and once it
+// is done (before the push) a re-run finds nothing to decide, so latches
+// stolen after the push are never undone; publishing twice finds
 // failed/<pid> there; the sweep CASes exact words. A leader that is
 // replaced while it still runs cannot interfere: its successor fences the
 // old leader's own pid before recovering anything (resume()).
 //
 // One synchronous ZooKeeper write, not two (ARCHITECTURE.md 5 allows two;
-// the issue asked for the argument). The start record is not needed for a
-// re-run to happen: a failed pid that has not been published keeps its
-// registration (compute/<pid> is removed only by the publishing multi), so
-// the next leader's detector finds it registered and silent and recovers
-// it; and the fence bits are persistent at the memory nodes, so a pid
-// fenced by a dead leader stays fenced: should it still be alive (a false
-// suspicion), its next operation fails, it exits, and falls silent. The
-// record is kept for pandora-ctl (a recovery in progress and its timings),
-// posted without waiting: one session's requests apply in order, so the
-// publishing multi finds it, and creates it when its creation was lost.
+// the issue asked for the argument): no start record. It is not needed
+// for a re-run to happen: a failed pid that has not been published keeps
+// its registration (compute/<pid> is removed only by the publishing
+// multi), so the next leader's detector finds it registered and silent and
+// recovers it; and the fence bits are persistent at the memory nodes, so a
+// pid fenced by a dead leader stays fenced: should it still be alive (a
+// false suspicion), its next operation fails, it exits, and falls silent.
+// (Measured: posting a start record without waiting for it still cost the
+// publish most of an fsync, since ZooKeeper logs one session's requests in
+// order.) What is lost: pandora-ctl shows a recovery only once it is
+// published, a few ms after detection.
 // The read that comes first is what keeps a re-run away from a slot whose
-// lease was released (a record at done) and possibly re-leased.
+// lease was released (a record at done) and possibly re-leased; and a
+// leader cut off from ZooKeeper (perhaps replaced already) fences nobody,
+// since the read fails first.
 //
 // The push precedes the write because stealing is safe from the moment
 // the lanes are truncated: the survivors' wait for the dead pid's latches
@@ -146,8 +150,9 @@ class RecoveryCoordinator {
   RecoveryCoordinatorOptions options_;
   Logger logger_;
   Result<RecoveryRecord> recover_stopped_world(uint16_t pid, RecoveryRecord rec);
-  // Steps 2..7 of a pid whose start record is posted.
-  Result<RecoveryRecord> recover_from_fence(uint16_t pid, RecoveryRecord rec);
+  // Steps 2..7. `record_exists`: the pid has a record (at started: a ford
+  // or retirement record, or one a former leader wrote).
+  Result<RecoveryRecord> recover_from_fence(uint16_t pid, RecoveryRecord rec, bool record_exists);
   // The authenticated push of a recovered pid to every compute node.
   void push_failed(uint16_t pid);
 

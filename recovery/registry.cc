@@ -523,18 +523,12 @@ Result<bool> Registry::create_recovery(const RecoveryRecord& r) {
   return created.status();
 }
 
-Status Registry::post_recovery_start(const RecoveryRecord& r) {
-  RecoveryRecord started = r;
-  started.step = RecoveryStep::kStarted;
-  return zk_->post_create(path(fmt::format("recoveries/{}", r.pid)), encode_recovery_record(started));
-}
-
-Status Registry::publish_failed(const RecoveryRecord& r) {
+Status Registry::publish_failed(const RecoveryRecord& r, bool record_exists) {
   RecoveryRecord published = r;
   published.step = RecoveryStep::kPublished;
   const std::string record_path = path(fmt::format("recoveries/{}", r.pid));
   const std::string member_path = path(fmt::format("compute/{}", r.pid));
-  bool record_there = true, member_there = true;
+  bool record_there = record_exists, member_there = true;
   Status s;
   // At most three tries: each failure on a missing node drops that
   // assumption, and nothing of ours creates either node again meanwhile.
@@ -546,8 +540,8 @@ Status Registry::publish_failed(const RecoveryRecord& r) {
     if (member_there) ops.push_back(Op::remove(member_path));
     s = zk_->multi(ops);
     if (s.code() == Errc::kAlreadyExists) {
-      // failed/<pid>: published by an earlier run. The record (created
-      // here only when it was missing): someone created it meanwhile.
+      // failed/<pid>: published by an earlier run. Else the record,
+      // created here because it was thought missing, exists.
       auto failed_there = zk_->exists(path(fmt::format("failed/{}", r.pid)));
       if (!failed_there) return failed_there.status();
       if (*failed_there) return Status::ok();
@@ -556,8 +550,7 @@ Status Registry::publish_failed(const RecoveryRecord& r) {
     }
     if (s.code() != Errc::kNotFound) return s;
     // The member node is gone (a pid retired without one, or an earlier
-    // publish whose answer was lost), or the start record is (its posted
-    // creation was lost with a connection).
+    // publish whose answer was lost), or the record is not there.
     auto rec = zk_->exists(record_path);
     if (!rec) return rec.status();
     auto member = zk_->exists(member_path);

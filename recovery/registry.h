@@ -81,8 +81,7 @@ struct RecoveryRecord {
   uint32_t leader_replica = 0;
   uint64_t detected_ns = 0;       // CLOCK_REALTIME when the leader saw the majority
   // Durations of each step, in microseconds (of the run that published).
-  // start_record_us: the record read and the start record posted (ford:
-  // its start record written).
+  // start_record_us: the record read (ford: its start record written).
   uint64_t start_record_us = 0, fence_us = 0, log_recovery_us = 0, truncate_us = 0, publish_us = 0, sweep_us = 0;
   // ford: the stop-the-world pause (from asking every node to park to
   // resuming them) and the latch scan inside it.
@@ -168,18 +167,13 @@ class Registry {
   // As start_recovery; true when this call created it, false when a record
   // existed already (then read it: recovery()).
   Result<bool> create_recovery(const RecoveryRecord& r);
-  // As start_recovery, without waiting (ZkClient::post_create): the record
-  // is advisory (pandora-ctl shows a recovery in progress), so its write
-  // stays off the critical path. Requests of one session apply in order, so
-  // this session's later publish_failed finds it, unless it was lost; then
-  // publish_failed creates it.
-  Status post_recovery_start(const RecoveryRecord& r);
   // The publishing write, one multi: <root>/failed/<pid> created, the
-  // recovery record set to kPublished with `r`'s timings (created if it is
-  // missing), <root>/compute/<pid> removed (if it is still there). No read
-  // first: what is missing is read only after a multi fails on it. Ok when
+  // recovery record created at kPublished with `r`'s timings (set, when
+  // `record_exists`: a start record), <root>/compute/<pid> removed (if it is
+  // still there). No read first: what is missing or present against the
+  // caller's expectation is read only after a multi fails on it. Ok when
   // already published (a re-run).
-  Status publish_failed(const RecoveryRecord& r);
+  Status publish_failed(const RecoveryRecord& r, bool record_exists = true);
   // Off the critical path: drops the pid's lane lease and marks the record kDone.
   Status finish_recovery(const RecoveryRecord& r);
   Result<AllocRecord> alloc();

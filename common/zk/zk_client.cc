@@ -247,7 +247,7 @@ struct ZkClient::Impl {
   uint64_t next_watch_id = 1;
   std::map<const Call*, std::shared_ptr<Call>> calls;
   std::map<uint64_t, std::unique_ptr<Watch>> watches;
-  std::atomic<uint64_t> writes_waited{0}, writes_posted{0};
+  std::atomic<uint64_t> writes_waited{0};
 
   // The ACL of every node this client creates (see DigestAuth): the C
   // client takes non-const pointers, hence the owned buffers.
@@ -608,29 +608,8 @@ Result<std::string> ZkClient::create(std::string_view path, std::string_view dat
   return std::move(call->value);
 }
 
-Status ZkClient::post_create(std::string_view path, std::string_view data) {
-  Impl& m = *impl_;
-  if (expired()) {
-    return Status(Errc::kUnavailable, fmt::format("zookeeper post create {}: session expired on {}: reconnect", path,
-                                                  hosts()));
-  }
-  std::string p(path);
-  // Owned by Impl::calls until its completion runs (string_done takes it
-  // out and wakes nobody) or the client closes.
-  auto call = m.new_call();
-  const int rc = zoo_acreate(m.zh, p.c_str(), data.data(), static_cast<int>(data.size()), m.create_acl(),
-                             create_flags(CreateMode::kPersistent), Impl::string_done, call.get());
-  if (rc != ZOK) {
-    if (rc != ZMARSHALLINGERROR) m.forget(call);
-    return m.error(rc, "post create", path);
-  }
-  m.writes_posted.fetch_add(1, std::memory_order_relaxed);
-  return Status::ok();
-}
-
 ZkClientStats ZkClient::stats() const {
-  return ZkClientStats{.writes_waited = impl_->writes_waited.load(std::memory_order_relaxed),
-                       .writes_posted = impl_->writes_posted.load(std::memory_order_relaxed)};
+  return ZkClientStats{.writes_waited = impl_->writes_waited.load(std::memory_order_relaxed)};
 }
 
 Result<Node> ZkClient::get(std::string_view path) { return impl_->get(path, nullptr); }

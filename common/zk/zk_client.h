@@ -105,8 +105,7 @@ struct Op {
 
 // What a client has sent (for tests and measurements of the critical path).
 struct ZkClientStats {
-  uint64_t writes_waited = 0;  // create/set/remove/multi calls that waited for their answer
-  uint64_t writes_posted = 0;  // post_create calls submitted
+  uint64_t writes_waited = 0;  // create/set/remove/multi calls (each waits for its answer)
 };
 
 // Session state changes, reported to the optional session callback.
@@ -139,14 +138,6 @@ class ZkClient {
   // Atomic multi-op. On failure the Status names the first failing op
   // (index and path) and its error.
   Status multi(std::span<const Op> ops);
-  // Submits the creation of a persistent node and returns without waiting
-  // for it; its outcome is never reported. ZooKeeper applies one session's
-  // requests in the order they were submitted, so a later call on this
-  // client finds the node there, unless its creation failed (it existed,
-  // or the connection was lost before the server logged it). For writes
-  // whose loss is harmless and whose latency should not be waited for.
-  // Errors only when the submission itself is refused (expired session).
-  Status post_create(std::string_view path, std::string_view data);
 
   // Whether anyone but this client's identity may change `path` (create
   // children, write, delete children, change its ACL): true when its ACL

@@ -12,9 +12,8 @@ Prints p50 / p99 / min / max / mean of, per crash:
                   ZooKeeper write; the pid is durable in failed-ids
                   publish_us later)
   end-to-end + publish write   the same plus the publish step's duration
-  each step of the recovery record (record read + start record posted,
-  fence, log recovery, truncate, publish; sweep is after publishing, off
-  the critical path)
+  each step of the recovery record (record read, fence, log recovery,
+  truncate, publish; sweep is after publishing, off the critical path)
   untimed         published - detected - (record read + fence + log
                   recovery + truncate): the leader's hand-off from its
                   detector thread to its main loop, the push, and scheduling
@@ -53,7 +52,7 @@ def main(paths):
     detect = col("detect_us")
     e2e = col("end_to_end_us")
     pub = col("publish_us")
-    steps = [("record read, start record posted", "start_record_us"), ("fence (every memory node)", "fence_us"),
+    steps = [("record read (ZooKeeper, no write)", "start_record_us"), ("fence (every memory node)", "fence_us"),
              ("log recovery", "log_recovery_us"), ("truncate lanes", "truncate_us"),
              ("publish (the one waited ZooKeeper write)", "publish_us"), ("sweep (after publishing)", "sweep_us")]
     untimed = [float(r["published_ns"]) / 1000 - float(r["detected_ns"]) / 1000
