@@ -46,6 +46,12 @@ Options:
   --accounts N           SmallBank accounts                        [100000]
   --subscribers N        TATP subscribers                          [100000]
   --warehouses N         TPC-C warehouses                          [1]
+  --tpcc-items N         TPC-C rows in item and stock rows per     [100000]
+                         warehouse (1..1048574; the spec's 100000)
+  --tpcc-customers-per-district N
+                         TPC-C customers per district, also the    [3000]
+                         initial orders per district, the last 30%
+                         undelivered (10..4095; the spec's 3000)
   --region-size SIZE     each memory daemon's region               [1G]
   --pg-medium M          where PostgreSQL's cluster (and WAL) lives:
                          shm  /dev/shm, the medium Pandora's regions use here
@@ -82,6 +88,8 @@ replicas=2
 accounts=100000
 subscribers=100000
 warehouses=1
+tpcc_items=100000
+tpcc_customers=3000
 region_size="1G"
 pg_medium=shm
 pg_unsafe=()
@@ -105,6 +113,8 @@ while [[ $# -gt 0 ]]; do
     --accounts) need_value "$@"; accounts="$2"; shift 2 ;;
     --subscribers) need_value "$@"; subscribers="$2"; shift 2 ;;
     --warehouses) need_value "$@"; warehouses="$2"; shift 2 ;;
+    --tpcc-items) need_value "$@"; tpcc_items="$2"; shift 2 ;;
+    --tpcc-customers-per-district) need_value "$@"; tpcc_customers="$2"; shift 2 ;;
     --region-size) need_value "$@"; region_size="$2"; shift 2 ;;
     --pg-medium) need_value "$@"; pg_medium="$2"; shift 2 ;;
     --pg-unsafe) pg_unsafe=(--unsafe); shift ;;
@@ -120,6 +130,11 @@ for n in rounds seconds threads coordinators replicas accounts subscribers wareh
   [[ "${!n}" =~ ^[1-9][0-9]*$ ]] || die "--$n must be a positive integer, got '${!n}'"
 done
 [[ "$warmup" =~ ^[0-9]+$ ]] || die "--warmup-seconds must be a non-negative integer, got '$warmup'"
+# pandora-bench's and pandora-pg-bench's bounds (both refuse values outside them).
+[[ "$tpcc_items" =~ ^[1-9][0-9]{0,6}$ && "$tpcc_items" -le 1048574 ]] ||
+  die "--tpcc-items must be 1..1048574, got '$tpcc_items'"
+[[ "$tpcc_customers" =~ ^[1-9][0-9]{0,3}$ && "$tpcc_customers" -ge 10 && "$tpcc_customers" -le 4095 ]] ||
+  die "--tpcc-customers-per-district must be 10..4095, got '$tpcc_customers'"
 [[ -n "$pg_connections" ]] || pg_connections=$((threads * coordinators))
 [[ "$pg_connections" =~ ^[1-9][0-9]*$ && "$pg_connections" -le 1024 ]] ||
   die "--pg-connections must be 1..1024, got '$pg_connections'"
@@ -244,7 +259,16 @@ workload_args() {
   case "$1" in
     smallbank) echo "--workload smallbank --accounts $accounts" ;;
     tatp) echo "--workload tatp --subscribers $subscribers" ;;
-    tpcc) echo "--workload tpcc --warehouses $warehouses" ;;
+    tpcc) echo "--workload tpcc --warehouses $warehouses --tpcc-items $tpcc_items --tpcc-customers-per-district $tpcc_customers" ;;
+  esac
+}
+
+# The size of workload $1, as the summary records it.
+workload_size() {
+  case "$1" in
+    smallbank) echo "$accounts accounts" ;;
+    tatp) echo "$subscribers subscribers" ;;
+    tpcc) echo "$warehouses warehouse(s), $tpcc_items items, $tpcc_customers customers per district" ;;
   esac
 }
 
@@ -252,7 +276,7 @@ cps() { python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["c
 
 for wl in "${workload_list[@]}"; do
   read -r -a wargs <<<"$(workload_args "$wl")"
-  echo "==> $wl: loading"
+  echo "==> $wl: loading ($(workload_size "$wl"))"
   if [[ ${pandora_runs[$wl]} -eq 1 ]]; then
     # TPC-C's Delivery logs up to ~50 KB: its tables are loaded with 64 KiB
     # log lanes (pandora-bench refuses smaller ones for tpcc).
@@ -288,5 +312,8 @@ echo "==> Pandora: $threads thread(s) x $coordinators coordinators, backend $bac
   "memory daemons; PostgreSQL $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["server"]["version"].split()[0])' \
   "$out/load__${workload_list[0]}__postgres.json"): $pg_connections connections, SERIALIZABLE, $durability, cluster on" \
   "$pg_medium; ${seconds} s per run after ${warmup} s warm-up, $rounds interleaved rounds, medians"
+sizes=""
+for wl in "${workload_list[@]}"; do sizes+="${sizes:+; }$wl: $(workload_size "$wl")"; done
+echo "==> sizes: $sizes"
 python3 "$script_dir/compare_table.py" "$out"
 [[ $keep_out -eq 0 ]] || echo "reports and logs: $out"

@@ -1,18 +1,24 @@
 // pandora-pg-bench's parseable parts: SQLSTATE retry classification, the
-// command line, and SmallBank's draw (the same mix and picking rule as
-// workloads/smallbank).
+// command line, SmallBank's draw (the same mix and picking rule as
+// workloads/smallbank), and TPC-C's scale and parameters (the same bounds
+// and rules as workloads/tpcc).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "workloads/peers/postgres/pg_bench_config.h"
 #include "workloads/peers/postgres/smallbank_pg.h"
 #include "workloads/peers/postgres/sqlstate.h"
+#include "workloads/peers/postgres/tpcc_params.h"
+#include "workloads/tpcc/tpcc.h"
 
 namespace pandora::workloads::pg {
 namespace {
@@ -54,7 +60,8 @@ TEST(PgBenchArgs, DefaultsAndValues) {
 TEST(PgBenchArgs, HelpListsEveryFlag) {
   PgBenchArgs a = parse({"--help"});
   ASSERT_EQ(a.outcome, PgBenchArgs::Outcome::kHelp);
-  for (const char* f : {"--conninfo", "--pg-dir", "--workload", "--threads", "--seconds", "--report", "--load"}) {
+  for (const char* f : {"--conninfo", "--pg-dir", "--workload", "--threads", "--seconds", "--report", "--load",
+                        "--warehouses", "--tpcc-items", "--tpcc-customers-per-district"}) {
     EXPECT_NE(a.message.find(f), std::string::npos) << f;
   }
 }
@@ -77,6 +84,14 @@ TEST(PgBenchArgs, RejectsBadInputNamingTheFlag) {
       {{"--conninfo", "x", "--seconds", "-1"}, "seconds"},
       {{"--conninfo", "x", "--bogus"}, "bogus"},
       {{"--pg-dir", "/nonexistent/pandora-pg"}, "/nonexistent/pandora-pg/conninfo"},
+      {{"--conninfo", "x", "--workload", "tpcc", "--tpcc-items", "0"}, "--tpcc-items: must be between 1 and 1048574"},
+      {{"--conninfo", "x", "--workload", "tpcc", "--tpcc-items", "1048575"}, "--tpcc-items: must be between 1 and 1048574"},
+      {{"--conninfo", "x", "--tpcc-items", "many"}, "--tpcc-items"},
+      {{"--conninfo", "x", "--workload", "tpcc", "--tpcc-customers-per-district", "9"},
+       "--tpcc-customers-per-district: must be between 10 and 4095"},
+      {{"--conninfo", "x", "--workload", "tpcc", "--tpcc-customers-per-district", "4096"},
+       "--tpcc-customers-per-district: must be between 10 and 4095"},
+      {{"--conninfo", "x", "--tpcc-customers-per-district", "-3"}, "--tpcc-customers-per-district"},
   };
   for (const Case& c : cases) {
     PgBenchArgs a = parse(c.args);
@@ -99,6 +114,144 @@ TEST(PgBenchArgs, PgDirReadsConninfo) {
   EXPECT_NE(a.message.find("empty"), std::string::npos) << a.message;
   std::remove((dir + "/conninfo").c_str());
   rmdir(dir.c_str());
+}
+
+TEST(PgBenchArgs, TpccScaleDefaultsAreTheSpecsAndFlagsSetThem) {
+  PgBenchArgs a = parse({"--conninfo", "x", "--workload", "tpcc"});
+  ASSERT_EQ(a.outcome, PgBenchArgs::Outcome::kRun) << a.message;
+  EXPECT_EQ(a.config.tpcc.warehouses, 1u);
+  EXPECT_EQ(a.config.tpcc.items, 100000u);                   // clause 4.3.3.1
+  EXPECT_EQ(a.config.tpcc.customers_per_district, 3000u);
+  EXPECT_EQ(a.config.tpcc.orders(), 3000u);
+  EXPECT_EQ(a.config.tpcc.new_orders(), 900u);
+  EXPECT_EQ(a.config.tpcc.first_new_order(), 2101u);
+  EXPECT_EQ(a.config.tpcc.last_names(), 1000u);
+
+  a = parse({"--conninfo", "x", "--workload", "tpcc", "--warehouses", "2", "--tpcc-items", "5000",
+             "--tpcc-customers-per-district", "300"});
+  ASSERT_EQ(a.outcome, PgBenchArgs::Outcome::kRun) << a.message;
+  EXPECT_EQ(a.config.tpcc.warehouses, 2u);
+  EXPECT_EQ(a.config.tpcc.items, 5000u);
+  EXPECT_EQ(a.config.tpcc.customers_per_district, 300u);
+  EXPECT_EQ(a.config.tpcc.new_orders(), 90u);
+  EXPECT_EQ(a.config.tpcc.first_new_order(), 211u);
+  EXPECT_EQ(a.config.tpcc.last_names(), 300u);
+  Result<std::unique_ptr<PgWorkload>> w = make_pg_workload(a.config);
+  ASSERT_TRUE(w.is_ok()) << w.status().message();
+  EXPECT_EQ((*w)->options_json(),
+            (nlohmann::json{{"warehouses", 2}, {"items", 5000}, {"customers_per_district", 300}}));
+
+  // The bounds themselves are accepted.
+  for (const char* v : {"1", "1048574"}) {
+    EXPECT_EQ(parse({"--conninfo", "x", "--workload", "tpcc", "--tpcc-items", v}).outcome,
+              PgBenchArgs::Outcome::kRun) << v;
+  }
+  for (const char* v : {"10", "4095"}) {
+    EXPECT_EQ(parse({"--conninfo", "x", "--workload", "tpcc", "--tpcc-customers-per-district", v}).outcome,
+              PgBenchArgs::Outcome::kRun) << v;
+  }
+}
+
+TEST(PgBenchArgs, TpccScaleOutOfBoundsIsRefusedWithoutTheCommandLineToo) {
+  PgBenchConfig cfg;
+  cfg.workload = "tpcc";
+  cfg.tpcc.items = 0;
+  Result<std::unique_ptr<PgWorkload>> w = make_pg_workload(cfg);
+  ASSERT_FALSE(w.is_ok());
+  EXPECT_EQ(w.status().message(), "--tpcc-items 0 must be in 1..1048574");
+  cfg.tpcc.items = 100;
+  cfg.tpcc.customers_per_district = 4096;
+  w = make_pg_workload(cfg);
+  ASSERT_FALSE(w.is_ok());
+  EXPECT_EQ(w.status().message(), "--tpcc-customers-per-district 4096 must be in 10..4095");
+}
+
+// The scale's bounds and derived counts are pandora-bench's, value by value.
+TEST(TpccScale, SameBoundsAndUndeliveredOrdersAsPandora) {
+  for (uint64_t items : {uint64_t{0}, uint64_t{1}, uint64_t{5000}, uint64_t{100000}, uint64_t{1048574},
+                         uint64_t{1048575}}) {
+    for (uint64_t customers : {uint64_t{9}, uint64_t{10}, uint64_t{11}, uint64_t{99}, uint64_t{300},
+                               uint64_t{1000}, uint64_t{3000}, uint64_t{4095}, uint64_t{4096}}) {
+      tpcc::Scale mine;
+      mine.items = items;
+      mine.customers_per_district = customers;
+      workloads::TpccOptions theirs;
+      theirs.items = items;
+      theirs.customers_per_district = customers;
+      auto pandora = TpccWorkload::create(theirs);
+      const Status ok = tpcc::check_scale(mine);
+      ASSERT_EQ(ok.is_ok(), pandora.is_ok()) << items << " items, " << customers << " customers: " << ok.message();
+      if (!ok.is_ok()) {
+        EXPECT_EQ(ok.message(), pandora.status().message());
+        continue;
+      }
+      EXPECT_EQ(mine.new_orders(), (*pandora)->initial_new_orders()) << customers;
+      EXPECT_EQ(mine.first_new_order(), (*pandora)->first_undelivered()) << customers;
+    }
+  }
+}
+
+// Every drawn input refers to rows the smaller load has.
+TEST(TpccScale, GenerationStaysWithinASmallerScale) {
+  for (const std::pair<uint64_t, uint64_t>& size :
+       {std::pair<uint64_t, uint64_t>{50, 12}, {5000, 300}, {100000, 3000}}) {
+    const uint64_t items = size.first, customers = size.second;
+    tpcc::Scale sc;
+    sc.warehouses = 3;
+    sc.items = items;
+    sc.customers_per_district = customers;
+    std::set<std::string> names;  // the last names the load gives out
+    for (uint32_t n = 0; n < sc.last_names(); ++n) names.insert(tpcc::last_name(n));
+    Rng rng(items + customers);
+    uint64_t max_item = 0, max_customer = 0, rollbacks = 0;
+    std::set<std::string> drawn_names;
+    auto check_customer = [&](const tpcc::CustomerPick& p) {
+      if (p.by_name) {
+        ASSERT_EQ(names.count(p.c_last), 1u) << p.c_last << " at " << customers << " customers";
+        drawn_names.insert(p.c_last);
+      } else {
+        ASSERT_GE(p.c_id, 1u);
+        ASSERT_LE(p.c_id, customers);
+        max_customer = std::max(max_customer, p.c_id);
+      }
+    };
+    for (int k = 0; k < 20000; ++k) {
+      const uint64_t w = between(rng, 1, sc.warehouses);
+      const tpcc::NewOrderParams no = tpcc::new_order_params(rng, w, sc);
+      ASSERT_GE(no.d, 1u);
+      ASSERT_LE(no.d, tpcc::kDistricts);
+      ASSERT_GE(no.c, 1u);
+      ASSERT_LE(no.c, customers);
+      max_customer = std::max(max_customer, no.c);
+      ASSERT_GE(no.lines.size(), 5u);
+      ASSERT_LE(no.lines.size(), 15u);
+      for (size_t n = 0; n < no.lines.size(); ++n) {
+        const tpcc::OrderLine& l = no.lines[n];
+        if (no.rollback && n + 1 == no.lines.size()) {
+          ASSERT_EQ(l.i_id, items + 1);  // the unused id, one past the loaded items
+          ++rollbacks;
+        } else {
+          ASSERT_GE(l.i_id, 1u);
+          ASSERT_LE(l.i_id, items);
+          max_item = std::max(max_item, l.i_id);
+        }
+        ASSERT_GE(l.supply_w, 1u);
+        ASSERT_LE(l.supply_w, sc.warehouses);
+      }
+      const tpcc::PaymentParams pay = tpcc::payment_params(rng, w, sc);
+      ASSERT_GE(pay.c_w, 1u);
+      ASSERT_LE(pay.c_w, sc.warehouses);
+      ASSERT_GE(pay.c_d, 1u);
+      ASSERT_LE(pay.c_d, tpcc::kDistricts);
+      check_customer(pay.customer);
+      check_customer(tpcc::pick_customer(rng, sc));
+    }
+    EXPECT_GT(rollbacks, 0u);
+    // NURand reaches up to the scale's bound, not only a corner of it.
+    EXPECT_GT(max_item, items * 9 / 10) << items;
+    EXPECT_GT(max_customer, customers * 9 / 10) << customers;
+    EXPECT_GT(drawn_names.size(), names.size() * 9 / 10) << customers;
+  }
 }
 
 std::unique_ptr<SmallBankPg> smallbank(SmallBankOptions o) {

@@ -67,7 +67,16 @@ PgBenchArgs parse_pg_bench_args(int argc, const char* const* argv) {
   smallbank.declare(opts);
   opts.add_u64("subscribers", &cfg.tatp.subscribers, "tatp: number of subscribers (rows in subscriber)", 1,
                uint64_t{1} << 31);
-  opts.add_u64("warehouses", &cfg.tpcc.warehouses, "tpcc: number of warehouses (about 500k rows each)", 1, 10000);
+  opts.add_u64("warehouses", &cfg.tpcc.warehouses,
+               "tpcc: number of warehouses (about 500k rows each at the spec's sizes)", 1, 10000);
+  // pandora-bench's flags of the same names (workloads/tpcc/tpcc.cc), with its defaults and bounds.
+  opts.add_u64("tpcc-items", &cfg.tpcc.items,
+               "tpcc: rows in the item table and stock rows per warehouse (the spec's 100000; smaller for tests)",
+               tpcc::Scale::kMinItems, tpcc::Scale::kMaxItems);
+  opts.add_u64("tpcc-customers-per-district", &cfg.tpcc.customers_per_district,
+               "tpcc: customers per district, also the initial orders per district (the spec's 3000; smaller for "
+               "tests); the last 30% of the initial orders are undelivered",
+               tpcc::Scale::kMinCustomers, tpcc::Scale::kMaxCustomers);
 
   switch (opts.parse(argc, argv, &out.message)) {
     case OptionSet::Outcome::kHelp: out.outcome = PgBenchArgs::Outcome::kHelp; return out;
@@ -108,7 +117,10 @@ Result<std::unique_ptr<PgWorkload>> make_pg_workload(const PgBenchConfig& cfg) {
     return std::unique_ptr<PgWorkload>(new SmallBankPg(std::move(*sb)));
   }
   if (cfg.workload == "tatp") return std::unique_ptr<PgWorkload>(new TatpPg(cfg.tatp));
-  if (cfg.workload == "tpcc") return std::unique_ptr<PgWorkload>(new TpccPg(cfg.tpcc));
+  if (cfg.workload == "tpcc") {
+    if (Status st = tpcc::check_scale(cfg.tpcc); !st) return st;
+    return std::unique_ptr<PgWorkload>(new TpccPg(cfg.tpcc));
+  }
   return Status(Errc::kInvalidArgument, fmt::format("--workload '{}' is not known", cfg.workload));
 }
 

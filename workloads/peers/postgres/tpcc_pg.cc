@@ -146,10 +146,15 @@ PgBodyResult stock_level(PgConn& c, uint64_t w, uint64_t d, uint64_t threshold) 
 
 }  // namespace
 
-std::string TpccPg::options_text() const { return fmt::format("{} warehouse(s)", o_.warehouses); }
+std::string TpccPg::options_text() const {
+  return fmt::format("{} warehouse(s), {} items, {} customers per district", o_.warehouses, o_.items,
+                     o_.customers_per_district);
+}
 
 uint64_t TpccPg::load(PgConn& c, const std::function<void(uint64_t)>& progress) const {
   const uint64_t W = o_.warehouses;
+  const uint64_t items = o_.items, customers = o_.customers_per_district, orders = o_.orders();
+  const uint64_t first_new_order = o_.first_new_order();
   uint64_t done = 0;
   c.exec("BEGIN");
   c.exec("DROP TABLE IF EXISTS warehouse, district, customer, history, orders, new_order, order_line, item, stock");
@@ -159,7 +164,7 @@ uint64_t TpccPg::load(PgConn& c, const std::function<void(uint64_t)>& progress) 
     ((b += sep, fmt::format_to(std::back_inserter(b), "{}", f), sep = "\t"), ...);
     b += '\n';
   };
-  copy_rows(c, "item", kItems, &done, progress, [&](uint64_t i, Rng& r, std::string& b) {
+  copy_rows(c, "item", items, &done, progress, [&](uint64_t i, Rng& r, std::string& b) {
     put(b, i + 1, between(r, 1, 10000), astring(r, 14, 24), money(static_cast<int64_t>(between(r, 100, 10000))),
         data_string(r));
   });
@@ -167,28 +172,29 @@ uint64_t TpccPg::load(PgConn& c, const std::function<void(uint64_t)>& progress) 
     put(b, i + 1, astring(r, 6, 10), astring(r, 10, 20), astring(r, 10, 20), astring(r, 10, 20), random_letters(r, 2),
         nstring(r, 4, 4) + "11111", fmt::format("0.{:04}", between(r, 0, 2000)), "300000.00");
   });
-  copy_rows(c, "stock", W * kItems, &done, progress, [&](uint64_t i, Rng& r, std::string& b) {
-    b += fmt::format("{}\t{}\t{}", i % kItems + 1, i / kItems + 1, between(r, 10, 100));
+  copy_rows(c, "stock", W * items, &done, progress, [&](uint64_t i, Rng& r, std::string& b) {
+    b += fmt::format("{}\t{}\t{}", i % items + 1, i / items + 1, between(r, 10, 100));
     for (int d = 0; d < 10; ++d) b += "\t" + random_letters(r, 24);
     b += "\t0\t0\t0\t" + data_string(r) + "\n";
   });
   copy_rows(c, "district", W * kDistricts, &done, progress, [&](uint64_t i, Rng& r, std::string& b) {
     put(b, i % kDistricts + 1, i / kDistricts + 1, astring(r, 6, 10), astring(r, 10, 20), astring(r, 10, 20),
         astring(r, 10, 20), random_letters(r, 2), nstring(r, 4, 4) + "11111",
-        fmt::format("0.{:04}", between(r, 0, 2000)), "30000.00", kOrders + 1);
+        fmt::format("0.{:04}", between(r, 0, 2000)), "30000.00", orders + 1);
   });
-  const uint64_t per_w = kDistricts * kCustomers;
+  const uint64_t per_w = kDistricts * customers;
   copy_rows(c, "customer", W * per_w, &done, progress, [&](uint64_t i, Rng& r, std::string& b) {
-    const uint64_t cid = i % kCustomers + 1;
-    const uint64_t last = cid <= 1000 ? cid - 1 : nurand(r, 255, 0, 999, kLoadConstants.last_name);
-    put(b, cid, (i / kCustomers) % kDistricts + 1, i / per_w + 1, astring(r, 8, 16), "OE", last_name(static_cast<uint32_t>(last)),
+    const uint64_t cid = i % customers + 1;
+    const uint64_t last =
+        cid <= Scale::kLastNames ? cid - 1 : nurand(r, 255, 0, Scale::kLastNames - 1, kLoadConstants.last_name);
+    put(b, cid, (i / customers) % kDistricts + 1, i / per_w + 1, astring(r, 8, 16), "OE", last_name(static_cast<uint32_t>(last)),
         astring(r, 10, 20), astring(r, 10, 20), astring(r, 10, 20), random_letters(r, 2),
         nstring(r, 4, 4) + "11111", random_digits(r, 16), "2024-01-01 00:00:00", r.uniform(10) == 0 ? "BC" : "GC",
         "50000.00", fmt::format("0.{:04}", between(r, 0, 5000)), "-10.00", "10.00", 1, 0, astring(r, 300, 500));
   });
   copy_rows(c, "history", W * per_w, &done, progress, [&](uint64_t i, Rng& r, std::string& b) {
-    const uint64_t d = (i / kCustomers) % kDistricts + 1, w = i / per_w + 1;
-    put(b, i % kCustomers + 1, d, w, d, w, "2024-01-01 00:00:00", "10.00", astring(r, 12, 24));
+    const uint64_t d = (i / customers) % kDistricts + 1, w = i / per_w + 1;
+    put(b, i % customers + 1, d, w, d, w, "2024-01-01 00:00:00", "10.00", astring(r, 12, 24));
   });
   // Orders: o_c_id a random permutation of the customers per district;
   // ol_cnt drawn from a stream seeded by the order so order_line agrees.
@@ -196,26 +202,25 @@ uint64_t TpccPg::load(PgConn& c, const std::function<void(uint64_t)>& progress) 
     Rng r(order * 0x9e3779b97f4a7c15ull + 5);
     return between(r, 5, 15);
   };
-  std::vector<uint64_t> perm(kCustomers);
-  copy_rows(c, "orders", W * kDistricts * kOrders, &done, progress, [&](uint64_t i, Rng& r, std::string& b) {
-    const uint64_t o = i % kOrders + 1, d = (i / kOrders) % kDistricts + 1, w = i / (kDistricts * kOrders) + 1;
+  std::vector<uint64_t> perm(customers);
+  copy_rows(c, "orders", W * kDistricts * orders, &done, progress, [&](uint64_t i, Rng& r, std::string& b) {
+    const uint64_t o = i % orders + 1, d = (i / orders) % kDistricts + 1, w = i / (kDistricts * orders) + 1;
     if (o == 1) {
-      for (uint64_t k = 0; k < kCustomers; ++k) perm[k] = k + 1;
-      for (uint64_t k = 0; k + 1 < kCustomers; ++k) std::swap(perm[k], perm[k + r.uniform(kCustomers - k)]);
+      for (uint64_t k = 0; k < customers; ++k) perm[k] = k + 1;
+      for (uint64_t k = 0; k + 1 < customers; ++k) std::swap(perm[k], perm[k + r.uniform(customers - k)]);
     }
-    const std::string carrier = o < kFirstNewOrder ? s(between(r, 1, 10)) : "\\N";
+    const std::string carrier = o < first_new_order ? s(between(r, 1, 10)) : "\\N";
     put(b, o, d, w, perm[o - 1], "2024-01-01 00:00:00", carrier, ol_cnt(i), 1);
   });
-  copy_rows(c, "new_order", W * kDistricts * (kOrders - kFirstNewOrder + 1), &done, progress,
-            [&](uint64_t i, Rng&, std::string& b) {
-              const uint64_t per_d = kOrders - kFirstNewOrder + 1;
-              put(b, kFirstNewOrder + i % per_d, (i / per_d) % kDistricts + 1, i / (per_d * kDistricts) + 1);
-            });
-  copy_rows(c, "order_line", W * kDistricts * kOrders, &done, progress, [&](uint64_t i, Rng& r, std::string& b) {
-    const uint64_t o = i % kOrders + 1, d = (i / kOrders) % kDistricts + 1, w = i / (kDistricts * kOrders) + 1;
+  const uint64_t per_d = o_.new_orders();  // orders first_new_order .. orders of each district
+  copy_rows(c, "new_order", W * kDistricts * per_d, &done, progress, [&](uint64_t i, Rng&, std::string& b) {
+    put(b, first_new_order + i % per_d, (i / per_d) % kDistricts + 1, i / (per_d * kDistricts) + 1);
+  });
+  copy_rows(c, "order_line", W * kDistricts * orders, &done, progress, [&](uint64_t i, Rng& r, std::string& b) {
+    const uint64_t o = i % orders + 1, d = (i / orders) % kDistricts + 1, w = i / (kDistricts * orders) + 1;
     for (uint64_t n = 1; n <= ol_cnt(i); ++n) {
-      const bool delivered = o < kFirstNewOrder;
-      put(b, o, d, w, n, between(r, 1, kItems), w, delivered ? "2024-01-01 00:00:00" : "\\N", 5,
+      const bool delivered = o < first_new_order;
+      put(b, o, d, w, n, between(r, 1, items), w, delivered ? "2024-01-01 00:00:00" : "\\N", 5,
           delivered ? "0.00" : money(static_cast<int64_t>(between(r, 1, 999999))), random_letters(r, 24));
     }
   });
@@ -279,24 +284,24 @@ void TpccPg::prepare(PgConn& c) const {
 }
 
 PgTxn TpccPg::draw(Rng& rng) const {
-  const uint64_t W = o_.warehouses;
-  const uint64_t w = between(rng, 1, W);
+  const uint64_t w = between(rng, 1, o_.warehouses);
   switch (pick_type(rng)) {
-    case kNewOrder:
-      return {kNewOrder, false, [p = new_order_params(rng, w, W)](PgConn& c) { return new_order(c, p); }};
-    case kPayment:
-      return {kPayment, false, [p = payment_params(rng, w, W)](PgConn& c) { return payment(c, p); }};
-    case kOrderStatus: {
+    case kTxnNewOrder:
+      return {kTxnNewOrder, false, [p = new_order_params(rng, w, o_)](PgConn& c) { return new_order(c, p); }};
+    case kTxnPayment:
+      return {kTxnPayment, false, [p = payment_params(rng, w, o_)](PgConn& c) { return payment(c, p); }};
+    case kTxnOrderStatus: {
       const uint64_t d = between(rng, 1, kDistricts);
-      return {kOrderStatus, true, [w, d, p = pick_customer(rng)](PgConn& c) { return order_status(c, w, d, p); }};
+      return {kTxnOrderStatus, true,
+              [w, d, p = pick_customer(rng, o_)](PgConn& c) { return order_status(c, w, d, p); }};
     }
-    case kDelivery: {
+    case kTxnDelivery: {
       const uint64_t carrier = between(rng, 1, 10);
-      return {kDelivery, false, [w, carrier](PgConn& c) { return delivery(c, w, carrier); }};
+      return {kTxnDelivery, false, [w, carrier](PgConn& c) { return delivery(c, w, carrier); }};
     }
-    case kStockLevel: {
+    case kTxnStockLevel: {
       const uint64_t d = between(rng, 1, kDistricts), threshold = between(rng, 10, 20);
-      return {kStockLevel, true, [=](PgConn& c) { return stock_level(c, w, d, threshold); }};
+      return {kTxnStockLevel, true, [=](PgConn& c) { return stock_level(c, w, d, threshold); }};
     }
   }
   return {};

@@ -1,21 +1,24 @@
 // TPC-C on PostgreSQL (tpcc_params.h for the mix and parameters): the nine
 // tables of the specification (warehouse, district, customer, history,
 // orders, new_order, order_line, item, stock), loaded as in clause 4.3
-// (3000 customers and orders per district, the last 900 undelivered), the
-// five transactions as in clause 2, each warehouse picked uniformly per
-// transaction (no terminal-to-warehouse binding, no keying/think times).
+// (by default the spec's 100000 items and 3000 customers and orders per
+// district, the last 900 undelivered; --tpcc-items and
+// --tpcc-customers-per-district scale them down as pandora-bench's flags
+// do: tpcc_params.h), the five transactions as in clause 2, each warehouse
+// picked uniformly per transaction (no terminal-to-warehouse binding, no
+// keying/think times).
 // NewOrder's 1% with an unused item id rolls back ("user").
 // check(): consistency conditions 1-4 (clause 3.3.2), and the invariant
 // sum(W_YTD) in cents = before + committed payment amounts.
 #pragma once
 
 #include "workloads/peers/postgres/pg_workload.h"
+#include "workloads/peers/postgres/tpcc_params.h"
 
 namespace pandora::workloads::pg {
 
-struct TpccOptions {
-  uint64_t warehouses = 1;
-};
+// warehouses, items, customers_per_district (tpcc::check_scale() for the bounds).
+using TpccOptions = tpcc::Scale;
 
 class TpccPg final : public PgWorkload {
  public:
@@ -23,7 +26,10 @@ class TpccPg final : public PgWorkload {
 
   std::string name() const override { return "tpcc"; }
   const std::vector<std::string>& txn_types() const override { return types_; }
-  nlohmann::json options_json() const override { return {{"warehouses", o_.warehouses}}; }
+  // pandora-bench's keys for the same options.
+  nlohmann::json options_json() const override {
+    return {{"warehouses", o_.warehouses}, {"items", o_.items}, {"customers_per_district", o_.customers_per_district}};
+  }
   std::string options_text() const override;
   uint64_t load(PgConn& c, const std::function<void(uint64_t)>& progress) const override;
   void prepare(PgConn& c) const override;
