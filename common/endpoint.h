@@ -14,6 +14,7 @@ struct Endpoint {
   uint16_t port = 0;  // 0 when listening means "pick a free port"
 
   std::string to_string() const;  // "127.0.0.1:7000", "[::1]:7000"
+  bool operator==(const Endpoint&) const = default;
 };
 
 // Parses "HOST:PORT" or "[IPV6]:PORT". Rejects names other than localhost

@@ -27,7 +27,8 @@ RecoveryCoordinator::RecoveryCoordinator(Registry& registry, Cluster& cluster, R
       options_(std::move(options)),
       logger_(logger),
       push_(std::move(push)),
-      crash_(crash) {}
+      crash_(crash),
+      admin_(registry.cluster().cluster_id, options_.secret, options_.control_timeout) {}
 
 Status fence_at_every_memory_node(const ClusterRecord& cluster, const std::string& secret, uint16_t pid,
                                   std::chrono::milliseconds timeout) {
@@ -68,7 +69,7 @@ Status retire_member(Registry& registry, const std::string& secret, uint16_t pid
 }
 
 Status RecoveryCoordinator::fence_everywhere(uint16_t pid) {
-  return fence_at_every_memory_node(registry_.cluster(), options_.secret, pid, options_.control_timeout);
+  return admin_.fence(registry_.cluster().memory_nodes, pid);
 }
 
 Result<RecoveryRecord> RecoveryCoordinator::recover(uint16_t pid, uint64_t detected_ns, const MemberRecord* known) {

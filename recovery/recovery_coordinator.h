@@ -66,6 +66,7 @@
 #include "common/transport/client.h"
 #include "compute/cluster.h"
 #include "compute/step_hook.h"
+#include "recovery/admin_sessions.h"
 #include "recovery/registry.h"
 
 namespace pandora {
@@ -136,7 +137,8 @@ class RecoveryCoordinator {
   Status resume(uint16_t self);
 
   // Fences `pid` at every memory node of the cluster record (admin
-  // sessions; works after this node's own data connections are gone).
+  // sessions, kept open between calls; works after this node's own data
+  // connections are gone).
   Status fence_everywhere(uint16_t pid);
 
   // retire_member() with this coordinator's registry and secret.
@@ -158,6 +160,7 @@ class RecoveryCoordinator {
 
   FailedPusher push_;
   StepHook* crash_;
+  AdminSessions admin_;
   uint64_t pause_epoch_ = 0;
 };
 
