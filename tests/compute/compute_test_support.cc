@@ -35,6 +35,19 @@ std::unique_ptr<Cluster> connect_cluster(const ComputeConfig& cfg, const std::ve
   return std::move(*c);
 }
 
+LogEntry log_entry_for(Cluster& cluster, uint32_t table, uint64_t key, const RawSlot& s, std::vector<uint8_t> undo,
+                       std::vector<uint8_t> redo) {
+  LogEntry e;
+  e.table_id = table;
+  e.key = key;
+  e.slot_offset = s.offset;
+  e.shard = cluster.placement().shard_of(table, key);
+  e.old_version = s.version;
+  e.undo_image = std::move(undo);
+  e.new_image = std::move(redo);
+  return e;
+}
+
 RawSlot raw_find(Cluster& cluster, uint32_t table, uint64_t key, size_t replica) {
   RawSlot out;
   const TableEntry& t = *cluster.directory().find(table);

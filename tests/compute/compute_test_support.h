@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/log_record.h"
 #include "common/logger.h"
 #include "common/table_directory.h"
 #include "compute/cluster.h"
@@ -40,6 +41,10 @@ struct RawSlot {
   std::vector<uint8_t> value;
 };
 RawSlot raw_find(Cluster& cluster, uint32_t table, uint64_t key, size_t replica = 0);
+// The log entry a coordinator writes for updating `key` of `table` from
+// `undo` to `redo`, where `s` is the key's slot on its primary (raw_find).
+LogEntry log_entry_for(Cluster& cluster, uint32_t table, uint64_t key, const RawSlot& s, std::vector<uint8_t> undo,
+                       std::vector<uint8_t> redo);
 uint64_t raw_latch(Cluster& cluster, size_t node, uint64_t slot);
 // CAS on a latch word through the bootstrap connection; returns the old word.
 uint64_t raw_cas_latch(Cluster& cluster, size_t node, uint64_t slot, uint64_t expected, uint64_t desired);

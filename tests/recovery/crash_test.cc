@@ -156,14 +156,8 @@ void stage_transfer(Cluster& c, uint16_t dead, uint16_t coordinator, uint64_t a,
   // connections, so nothing of `b` may be queued meanwhile.
   for (uint64_t key : {a, bk}) {
     RawSlot s = raw_find(c, kAccounts, key);
-    LogEntry& e = rec.entries.emplace_back();
-    e.table_id = kAccounts;
-    e.key = key;
-    e.slot_offset = s.offset;
-    e.shard = c.placement().shard_of(kAccounts, key);
-    e.old_version = s.version;
-    e.undo_image = s.value;
-    e.new_image = i64_value(as_i64(s.value) + (key == a ? -10 : 10));
+    LogEntry& e = rec.entries.emplace_back(
+        log_entry_for(c, kAccounts, key, s, s.value, i64_value(as_i64(s.value) + (key == a ? -10 : 10))));
     EXPECT_EQ(raw_cas_latch(c, c.replica_indexes(e.shard)[0], s.offset, 0, rec.txn_id), 0u);
   }
   const auto conns = c.bootstrap_connections();

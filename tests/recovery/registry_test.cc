@@ -195,14 +195,7 @@ class RegistryZkTest : public ::testing::Test {
     LogRecord rec;
     rec.txn_id = encode_latch({pid, 0, 1});
     rec.lane_seq = 1;
-    LogEntry& e = rec.entries.emplace_back();
-    e.table_id = table;
-    e.key = key;
-    e.slot_offset = s.offset;
-    e.shard = node.placement().shard_of(table, key);
-    e.old_version = s.version;
-    e.undo_image = before;
-    e.new_image = after;
+    const LogEntry& e = rec.entries.emplace_back(testing::log_entry_for(node, table, key, s, before, after));
     const auto reps = node.replica_indexes(e.shard);
     ASSERT_EQ(testing::raw_cas_latch(node, reps[0], s.offset, 0, rec.txn_id), 0u);
     std::string enc;
