@@ -11,12 +11,14 @@ Usage: bash deploy/test.sh [ctest arguments...]
 
 Runs deploy/setup.sh debug (installs packages if missing, builds build/debug),
 then, with PMEM_IS_PMEM_FORCE=1 (regions live on /dev/shm; see README):
-  ctest --test-dir build/debug --output-on-failure -j \$(nproc) --timeout 600 -LE 'failover|softroce-full'
+  ctest --test-dir build/debug --output-on-failure -j \$(nproc) --timeout 600 -LE 'failover|softroce-full|softroce-parts'
   ctest ... -j 1 -L '^failover\$' --repeat until-pass:2
 (the whole-cluster fail-over tests run one at a time; one whose ZooKeeper
 ensemble lost its quorum on a starved machine runs once more) and prints one
 closing line over both. Tests labelled softroce-full (long Soft-RoCE VM
-runs) are left out: bash deploy/test.sh -L softroce-full runs them.
+runs) are left out: bash deploy/test.sh -L softroce-full runs them; so are
+those labelled softroce-parts, the steps softroce.vm runs in one VM, each
+runnable alone (-L softroce-parts).
 Extra arguments replace both passes with one ctest run with
 those arguments (e.g. -R transport, -L smoke). Exits non-zero if a test
 failed.
@@ -60,9 +62,10 @@ if [[ $# -gt 0 ]]; then
   run_ctest -j "$jobs" "$@"
   status=$rc
 else
-  # Everything but the whole-cluster fail-over tests and the long
-  # Soft-RoCE VM runs (label softroce-full), in parallel.
-  run_ctest -j "$jobs" -LE 'failover|softroce-full'
+  # Everything but the whole-cluster fail-over tests, the long Soft-RoCE
+  # VM runs (label softroce-full) and the VM steps softroce.vm runs in one
+  # boot (label softroce-parts), in parallel.
+  run_ctest -j "$jobs" -LE 'failover|softroce-full|softroce-parts'
   status=$rc
   # Each fail-over test runs a ZooKeeper ensemble (3 JVMs), three detector
   # replicas, two daemons and compute processes: one at a time. A run whose
