@@ -32,24 +32,13 @@ RecoveryCoordinator::RecoveryCoordinator(Registry& registry, Cluster& cluster, R
 
 Status fence_at_every_memory_node(const ClusterRecord& cluster, const std::string& secret, uint16_t pid,
                                   std::chrono::milliseconds timeout) {
-  return at_every_memory_node(cluster, secret, timeout, fmt::format("fencing pid {}", pid),
-                              [pid](ControlClient& ctl) { return ctl.fence(pid); });
+  return AdminSessions(cluster.cluster_id, secret, timeout).fence(cluster.memory_nodes, pid);
 }
 
 Status at_every_memory_node(const ClusterRecord& cluster, const std::string& secret,
                             std::chrono::milliseconds timeout, std::string_view what,
                             const std::function<Status(ControlClient&)>& op) {
-  ClientIdentity admin;
-  admin.cluster_id = cluster.cluster_id;
-  admin.secret = secret;
-  admin.role = wire::Role::kAdmin;
-  admin.compute_id = 0;
-  for (const Endpoint& ep : cluster.memory_nodes) {
-    auto ctl = ControlClient::connect(ep, admin, timeout);
-    Status s = ctl ? op(**ctl) : ctl.status();
-    if (!s) return Status(s.code(), fmt::format("{} at {}: {}", what, ep.to_string(), s.message()));
-  }
-  return Status::ok();
+  return AdminSessions(cluster.cluster_id, secret, timeout).at_every(cluster.memory_nodes, what, op);
 }
 
 Status retire_member(Registry& registry, const std::string& secret, uint16_t pid, uint32_t replica_id,
@@ -77,23 +66,6 @@ Result<RecoveryRecord> RecoveryCoordinator::recover(uint16_t pid, uint64_t detec
   const auto t_start = Clock::now();
   auto existing = registry_.recovery(pid);
   if (!existing) return existing.status();
-  if (known && known->pid == pid && !known->slot.empty() && registry_.cluster().protocol != "ford" &&
-      (!*existing || (*existing)->step == RecoveryStep::kStarted)) {
-    // Fast path: the record read above (served by the connected server:
-    // no disk, no quorum round) is the only ZooKeeper call before the
-    // data-plane steps.
-    RecoveryRecord rec;
-    if (*existing) {
-      rec = **existing;
-    } else {
-      rec.pid = pid;
-      rec.detected_ns = detected_ns;
-    }
-    if (rec.slot.empty()) rec.slot = known->slot;
-    rec.leader_replica = options_.replica_id;
-    rec.start_record_us = us_since(t_start);
-    return recover_from_fence(pid, rec, existing->has_value());
-  }
   if (*existing && (*existing)->step == RecoveryStep::kDone) return **existing;
 
   RecoveryRecord rec;
@@ -107,8 +79,16 @@ Result<RecoveryRecord> RecoveryCoordinator::recover(uint16_t pid, uint64_t detec
   const bool published = *existing && (*existing)->step == RecoveryStep::kPublished;
 
   if (!published) {
-    auto member = registry_.member(pid);
-    if (!member) return member.status();
+    // The pid's member record: as the caller last read it (the detector's
+    // leader watches them; then the record read above is the only
+    // ZooKeeper call before the data-plane steps), else read now.
+    Result<std::optional<MemberRecord>> member = std::optional<MemberRecord>();
+    if (known && known->pid == pid && !known->slot.empty() && registry_.cluster().protocol != "ford") {
+      member = std::optional<MemberRecord>(*known);
+    } else {
+      member = registry_.member(pid);
+      if (!member) return member.status();
+    }
     if (!*member && !*existing) {
       return Status(Errc::kNotFound, fmt::format("pid {} is not registered in {} and has no recovery record", pid,
                                                  registry_.root()));

@@ -93,9 +93,9 @@ struct RecoveryCoordinatorOptions {
 // Sends the authenticated FailedPush for `pids` to `to` (the detector's).
 using FailedPusher = std::function<void(std::span<const Endpoint> to, std::span<const uint16_t> pids)>;
 
-// Runs `op` on an admin control session to every memory node of the
-// cluster record, in order; the first failure stops it, its message naming
-// `what` and the node.
+// Runs `op` on a one-off admin control session (AdminSessions, closed on
+// return) to every memory node of the cluster record, in order; the first
+// failure stops it, its message naming `what` and the node.
 Status at_every_memory_node(const ClusterRecord& cluster, const std::string& secret,
                             std::chrono::milliseconds timeout, std::string_view what,
                             const std::function<Status(ControlClient&)>& op);
