@@ -4,7 +4,8 @@
 #      password-less connection refused, stop (the postmaster's pid is gone);
 #   2. pandora-pg-bench's SmallBank check catches money created behind its
 #      back during a run (exit 1, "check FAILED");
-#   3. deploy/compare/compare.sh, one short round: SmallBank on both
+#   3. deploy/compare/compare.sh refuses TPC-C sizes out of bounds; then
+#      one short round: SmallBank on both
 #      systems, TATP and TPC-C on PostgreSQL (and on Pandora once
 #      pandora-bench knows them); every report's check passed, the table is
 #      printed, and every process the script started is gone afterwards.
@@ -105,6 +106,15 @@ if [[ -n "$unknown" ]]; then
   fi
   grep -q "does not know workload '$unknown'" "$work/unknown.log" || fail "unclear message: $(cat "$work/unknown.log")"
 fi
+# TPC-C sizes outside pandora-bench's bounds are refused before anything starts.
+for bad in "--tpcc-items 0" "--tpcc-items 1048575" "--tpcc-items 1x" "--tpcc-customers-per-district 9" \
+           "--tpcc-customers-per-district 4096"; do
+  # shellcheck disable=SC2086
+  if bash "$root/deploy/compare/compare.sh" --build "$build" $bad >"$work/bad.log" 2>&1; then
+    fail "compare.sh accepted $bad"
+  fi
+  grep -q "^compare.sh: error: ${bad%% *} must be" "$work/bad.log" || fail "unclear refusal of $bad: $(cat "$work/bad.log")"
+done
 # TPC-C at 1 warehouse with 5% of the spec's items and 10% of its customers
 # and orders: the spec's full sizes made loading it on both systems most of
 # this test's time.
