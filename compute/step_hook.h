@@ -1,6 +1,6 @@
 // Named steps of a compute node's transactions and of log recovery, and the
 // hook that is told when one has completed: where tests crash a process
-// (testing/crash_injector.h, litmus testing with crash injection, seed
+// (compute/crash_injector.h, litmus testing with crash injection, seed
 // chapter 5: "we randomly inject crashes after every statement in a
 // transaction") and where a simulation may stop a simulated node
 // (litmus/sim).

@@ -15,12 +15,12 @@
 #include <fmt/format.h>
 
 #include "compute/cluster.h"
+#include "compute/crash_injector.h"
 #include "recovery/fd/detector.h"
 #include "recovery/membership.h"
 #include "recovery/recovery_coordinator.h"
 #include "recovery/recycler.h"
 #include "recovery/registry.h"
-#include "testing/crash_injector.h"
 
 namespace pandora {
 

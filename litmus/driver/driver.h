@@ -6,7 +6,7 @@
 // forks --processes compute processes. Each runs --coordinators coroutine
 // coordinators that pick a random instance and run its litmus transaction,
 // or (every --assert-every-th transaction) its assert as a read-only
-// transaction. Crash points (testing/crash_injector.h) are armed in every
+// transaction. Crash points (compute/crash_injector.h) are armed in every
 // compute process: when one fires, the process records the point in the
 // shared page and SIGKILLs itself. The driver then recovers the dead pid
 // exactly as tests/compute/crash_test.cc does - fence on every memory node,
@@ -50,7 +50,7 @@
 #include "common/status.h"
 #include "compute/cluster.h"
 #include "compute/compute_config.h"
-#include "testing/crash_injector.h"
+#include "compute/crash_injector.h"
 #include "litmus/driver/litmus_spec.h"
 #include "compute/trace/initial_state.h"
 #include "litmus/driver/real_detector.h"

@@ -14,7 +14,7 @@
 #include "common/options.h"
 #include "common/transport/client.h"
 #include "compute/compute_config.h"
-#include "testing/crash_injector.h"
+#include "compute/crash_injector.h"
 #include "litmus/driver/driver.h"
 #include "litmus/driver/litmus_spec.h"
 #include "litmus/driver/shared_page.h"

@@ -15,7 +15,7 @@
 #include "common/log_record.h"
 #include "common/slot_layout.h"
 #include "compute/blocking_client.h"
-#include "testing/crash_injector.h"
+#include "compute/crash_injector.h"
 #include "compute/loader.h"
 #include "recovery/log_recovery.h"
 #include "compute/op_batch.h"

@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "testing/crash_injector.h"
+#include "compute/crash_injector.h"
 
 namespace pandora {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "compute/blocking_client.h"
-#include "testing/crash_injector.h"
+#include "compute/crash_injector.h"
 #include "compute/loader.h"
 #include "compute/txn_trace.h"
 #include "tests/compute/compute_test_support.h"

@@ -1,4 +1,4 @@
-#include "testing/crash_injector.h"
+#include "compute/crash_injector.h"
 
 #include <signal.h>
 #include <unistd.h>

@@ -1,7 +1,8 @@
 // The CrashInjector: a StepHook (compute/step_hook.h) that kills the
 // process at a chosen step - litmus testing with crash injection (seed
-// chapter 5), the crash tests, and pandora-fd's --crash-point for the
-// fail-over tests.
+// chapter 5), the crash tests, and pandora-fd's --crash-at for the
+// fail-over tests. It lives in compute/ rather than testing/ because two
+// shipped binaries arm it (pandora-litmus, pandora-fd's test-only flag).
 //
 // When an armed injector fires it stores the point id where the driver told
 // it to (a word in a MAP_SHARED page and/or a file descriptor), then
