@@ -37,6 +37,7 @@ struct Flags {
   std::string log_level = "info";
   std::string crash_at;
   std::string crash_signal = "kill";
+  bool stall_member_refreshes = false;
   uint64_t exit_with_pid = 0;
 };
 
@@ -78,6 +79,9 @@ int main(int argc, char** argv) {
   opts.add_choice("crash-signal", &f.crash_signal, {"kill", "stop"},
                   "test only: what --crash-at does: SIGKILL, or SIGSTOP (the leader stands still at the point "
                   "until a SIGCONT)");
+  opts.add_flag("stall-member-refreshes", &f.stall_member_refreshes,
+                "test only: once a compute node is watched, the registry reads that refresh the member list stand "
+                "still (detection and recovery must go on without them)");
   opts.add_u64("exit-with-pid", &f.exit_with_pid, "stop cleanly when the process with this pid ends (tests)");
   std::string msg;
   switch (opts.parse(argc, argv, &msg)) {
@@ -116,6 +120,7 @@ int main(int argc, char** argv) {
     o.crash_at = *p;
   }
   o.crash_stops = f.crash_signal == "stop";
+  o.stall_member_refreshes = f.stall_member_refreshes;
 
   // SIGTERM/SIGINT (and the end of --exit-with-pid's process) stop the loop.
   sigset_t set;

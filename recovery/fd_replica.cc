@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <condition_variable>
-#include <mutex>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -49,7 +48,7 @@ uint64_t detected_realtime_ns(uint64_t detected_mono_ns) {
 }
 
 // Watch callbacks only raise flags (a synchronous ZooKeeper call inside a
-// callback would block the client's own thread); the main loop re-reads.
+// callback would block the client's own thread); a loop re-reads.
 // wait() paces a loop that has nothing to do: it returns when a flag is
 // raised or after the limit, never at once because of a standing state (a
 // replica that paced itself on wait_failed() spun at 100% CPU, at nice
@@ -100,6 +99,7 @@ class Replica {
 
   Replica(const FdReplicaOptions& o, const Logger& logger, bool restarting)
       : o_(o), log_(logger), restarting_(restarting) {}
+  ~Replica() { stop_housekeeper(); }
 
   int run(const std::atomic<bool>& stop) {
     auto reg = Registry::open(o_.zk, o_.root, o_.cluster_id, log_);
@@ -140,6 +140,7 @@ class Replica {
     }
     election_node_ = mine->substr(mine->rfind('/') + 1);
     log_.info("replica {} listening for heartbeats on udp {}", o_.replica_id, udp.to_string());
+    housekeeper_ = std::thread([this] { housekeep(); });
 
     while (!stop.load(std::memory_order_acquire)) {
       if (registry_->zk().expired()) {
@@ -151,18 +152,7 @@ class Replica {
                   leader_ ? " (giving up the leadership)" : "");
         return kRestart;
       }
-      bool trouble = false;
-      // Watches are the fast path; a full re-read now and then is the net
-      // under them (a lost watch must not leave a member unwatched).
-      if (const auto t = std::chrono::steady_clock::now(); t >= next_full_refresh_) {
-        next_full_refresh_ = t + std::chrono::seconds(1);
-        flags_.members = true;
-        flags_.replicas = true;
-      }
-      if (flags_.replicas.exchange(false)) trouble |= !refresh_replicas();
-      if (flags_.members.exchange(false)) trouble |= !refresh_members();
-      if (!leader_ && flags_.election.exchange(false)) trouble |= !refresh_election();
-      if (trouble) {
+      if (!leader_ && flags_.election.exchange(false) && !refresh_election()) {
         // ZooKeeper unavailable for now: retry, but not in a tight loop.
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
@@ -178,12 +168,52 @@ class Replica {
   }
 
  private:
+  // The registry reads that keep the detector's view current run on their
+  // own thread, never on the main loop: a detection must not wait behind
+  // them. They are one synchronous ZooKeeper read per registered member
+  // every second, and when ZooKeeper is slow (a JVM starved of CPU,
+  // 100 ms per read), a crash detected while they ran waited for all of
+  // them: seen as kill -> published in 571 ms with a recovery of 4 ms.
+  void housekeep() {
+    auto next_full_refresh = std::chrono::steady_clock::now();
+    auto next_recycle_check = next_full_refresh;
+    while (!hk_stop_.load(std::memory_order_acquire)) {
+      const auto t = std::chrono::steady_clock::now();
+      // Watches are the fast path; a full re-read now and then is the net
+      // under them (a lost watch must not leave a member unwatched).
+      if (t >= next_full_refresh) {
+        next_full_refresh = t + std::chrono::seconds(1);
+        hk_flags_.members = true;
+        hk_flags_.replicas = true;
+      }
+      bool trouble = false;
+      if (hk_flags_.replicas.exchange(false)) trouble |= !refresh_replicas();
+      if (hk_flags_.members.exchange(false)) trouble |= !refresh_members();
+      if (leader_.load(std::memory_order_acquire) && t >= next_recycle_check) {
+        next_recycle_check = t + std::chrono::seconds(1);
+        check_recycling();
+      }
+      // ZooKeeper unavailable for now: retry, but not in a tight loop.
+      const auto until_full = std::chrono::duration_cast<std::chrono::milliseconds>(
+          next_full_refresh - std::chrono::steady_clock::now());
+      hk_flags_.wait(trouble ? std::chrono::milliseconds(50)
+                             : std::clamp(until_full, std::chrono::milliseconds(1), std::chrono::milliseconds(1000)));
+    }
+  }
+
+  void stop_housekeeper() {
+    if (!housekeeper_.joinable()) return;
+    hk_stop_.store(true, std::memory_order_release);
+    hk_flags_.raise(hk_flags_.members);
+    housekeeper_.join();
+  }
+
   // Each refresh returns false when ZooKeeper did not answer (retried later).
   bool refresh_replicas() {
-    auto reps = registry_->watch_replicas([this] { flags_.raise(flags_.replicas); });
+    auto reps = registry_->watch_replicas([this] { hk_flags_.raise(hk_flags_.replicas); });
     if (!reps) {
       log_.warn("reading FD replicas: {}", reps.status().to_string());
-      flags_.replicas = true;
+      hk_flags_.replicas = true;
       return false;
     }
     std::map<uint32_t, Endpoint> peers = *reps;
@@ -193,10 +223,22 @@ class Replica {
   }
 
   bool refresh_members() {
-    auto pids = registry_->watch_members([this] { flags_.raise(flags_.members); });
+    if (stall_armed_) {
+      // Test only (FdReplicaOptions::stall_member_refreshes): this thread
+      // stands still, as if every read took forever.
+      log_.warn("test: member refreshes stalled until the replica stops");
+      while (!hk_stop_.load(std::memory_order_acquire)) hk_flags_.wait(std::chrono::milliseconds(100));
+      return true;
+    }
+    uint64_t generation = 0;
+    {
+      std::lock_guard<std::mutex> g(members_mu_);
+      generation = unwatch_generation_;
+    }
+    auto pids = registry_->watch_members([this] { hk_flags_.raise(hk_flags_.members); });
     if (!pids) {
       log_.warn("reading registered compute nodes: {}", pids.status().to_string());
-      flags_.members = true;
+      hk_flags_.members = true;
       return false;
     }
     std::set<uint16_t> now;
@@ -208,8 +250,8 @@ class Replica {
     // the timeout).
     auto keep_as_before = [&](uint16_t p) {
       complete = false;
-      if (watched_.count(p)) now.insert(p);
       std::lock_guard<std::mutex> g(members_mu_);
+      if (watched_.count(p)) now.insert(p);
       if (auto it = members_.find(p); it != members_.end()) records[p] = it->second;
     };
     for (uint16_t p : *pids) {
@@ -229,7 +271,7 @@ class Replica {
         // between the two reads, that read shows it (a watch armed after
         // the change would never fire).
         auto again = registry_->zk().watch_get(registry_->path(fmt::format("compute/{}", p)),
-                                               [this] { flags_.raise(flags_.members); });
+                                               [this] { hk_flags_.raise(hk_flags_.members); });
         if (!again) {
           if (again.status().code() != Errc::kNotFound) keep_as_before(p);
           continue;
@@ -239,6 +281,13 @@ class Replica {
         records[p] = *fresh;
       }
       now.insert(p);
+    }
+    std::lock_guard<std::mutex> g(members_mu_);
+    if (unwatch_generation_ != generation) {
+      // The leader unwatched a pid it recovered while these reads ran:
+      // they may predate its publish and would watch it again. Read again.
+      hk_flags_.raise(hk_flags_.members);
+      return true;
     }
     for (uint16_t p : now) {
       if (watched_.count(p)) continue;
@@ -251,15 +300,23 @@ class Replica {
       log_.info("no longer watching compute node {} (its registration is gone)", p);
     }
     watched_ = std::move(now);
-    {
-      std::lock_guard<std::mutex> g(members_mu_);
-      members_ = std::move(records);
-    }
+    members_ = std::move(records);
+    if (o_.stall_member_refreshes && !watched_.empty()) stall_armed_ = true;
     if (!complete) {
       log_.warn("reading registered compute nodes: some records could not be read (retrying)");
-      flags_.members = true;
+      hk_flags_.members = true;
     }
     return complete;
+  }
+
+  // Called by the leader once it has recovered `pids`.
+  void unwatch_recovered(const std::vector<uint16_t>& pids) {
+    std::lock_guard<std::mutex> g(members_mu_);
+    for (uint16_t p : pids) {
+      detector_->unwatch(wire::SenderKind::kCompute, p);
+      watched_.erase(p);
+    }
+    ++unwatch_generation_;
   }
 
   // The members as last read (the recovery coordinator's push targets and
@@ -355,27 +412,26 @@ class Replica {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         return 0;
       }
-      // Every pid this recovery covered (ford recovers nodes that failed
-      // during its pause in the same pause).
-      auto failed = registry_->failed();
-      for (uint16_t w : std::set<uint16_t>(watched_)) {
-        if (w == pid || (failed && std::binary_search(failed->begin(), failed->end(), w))) {
-          detector_->unwatch(wire::SenderKind::kCompute, w);
-          watched_.erase(w);
-        }
+      // Every pid this recovery covered: ford recovers nodes that failed
+      // during its pause in the same pause (a read, so only then: in
+      // pandora mode the next detection must not wait for it).
+      std::vector<uint16_t> covered{pid};
+      if (registry_->cluster().protocol == "ford") {
+        if (auto failed = registry_->failed()) covered.insert(covered.end(), failed->begin(), failed->end());
       }
+      unwatch_recovered(covered);
     }
     return 0;
   }
 
   // Pid recycling (recovery/recycler.h) once 95% of the pid space is in
-  // use; checked about once a second, off the recovery path.
-  void maybe_recycle() {
-    const auto now = std::chrono::steady_clock::now();
-    if (now < next_recycle_check_) return;
-    next_recycle_check_ = now + std::chrono::seconds(1);
+  // use: the housekeeper checks about once a second, the leader recycles.
+  void check_recycling() {
     auto alloc = registry_->alloc();
-    if (!alloc || !recycling_due(*alloc, 0.95)) return;
+    if (alloc && recycling_due(*alloc, 0.95)) recycle_due_.store(true, std::memory_order_release);
+  }
+  void maybe_recycle() {
+    if (!recycle_due_.exchange(false)) return;
     RecycleOptions ro;
     ro.secret = o_.secret;
     auto r = recycle_pids(*registry_, *lead_->cluster, lead_->member->pid(), ro, log_.child("recycler"));
@@ -447,12 +503,11 @@ class Replica {
     fd::Detector* det = detector_.get();
     ro.push_targets = [this] { return push_targets(); };
     // Called by recover() on this (the main) thread while a ford pause waits
-    // for acknowledgements, when the main loop does not run: watch the
-    // members registered since, or one that registered just before the
-    // pause and died would never be found failed and the pause would wait
-    // out the whole park timeout for it.
-    ro.failed_now = [this, det] {
-      if (flags_.members.exchange(false)) (void)refresh_members();
+    // for acknowledgements, when the main loop does not run. The
+    // housekeeper keeps watching the members registered since: one that
+    // registered just before the pause and died is found failed, and the
+    // pause does not wait out the whole park timeout for it.
+    ro.failed_now = [det] {
       std::vector<uint16_t> out;
       for (const fd::FailedNode& f : det->wait_failed(std::chrono::milliseconds(0))) {
         if (f.kind == wire::SenderKind::kCompute) out.push_back(static_cast<uint16_t>(f.id));
@@ -473,14 +528,20 @@ class Replica {
   std::unique_ptr<Registry> registry_;
   std::unique_ptr<fd::Detector> detector_;
   std::string election_node_;
-  Flags flags_;
-  bool leader_ = false;
+  Flags flags_;  // the main loop's: election
+  std::atomic<bool> leader_{false};
   std::unique_ptr<Leadership> lead_;
+  std::atomic<bool> recycle_due_{false};  // set by the housekeeper, acted on by the leader
+
+  // The housekeeper's (refresh_replicas / refresh_members).
+  Flags hk_flags_;
+  std::atomic<bool> hk_stop_{false};
+  bool stall_armed_ = false;  // test only: see FdReplicaOptions::stall_member_refreshes
+  std::mutex members_mu_;     // guards the three below (the leader unwatches what it recovered)
   std::set<uint16_t> watched_;
-  std::mutex members_mu_;
   std::map<uint16_t, MemberRecord> members_;  // as last read by refresh_members
-  std::chrono::steady_clock::time_point next_recycle_check_{};
-  std::chrono::steady_clock::time_point next_full_refresh_{};
+  uint64_t unwatch_generation_ = 0;           // unwatch_recovered() calls so far
+  std::thread housekeeper_;  // last: joined (by ~Replica) before anything it uses goes
 };
 
 }  // namespace

@@ -45,6 +45,11 @@ struct FdReplicaOptions {
   // crash_stops, stops itself (SIGSTOP) there until a test continues it.
   std::optional<CrashPoint> crash_at;
   bool crash_stops = false;
+  // Test only: once a member refresh has found a compute node to watch,
+  // every later one stands still until the replica stops (as if ZooKeeper
+  // never answered those reads): shows that detection and recovery do not
+  // wait for them.
+  bool stall_member_refreshes = false;
 };
 
 // Runs until `stop` turns true; returns the process exit code (0 = clean).
