@@ -48,6 +48,14 @@ Options:
   --dir DIR            state directory (configs, pids, ports, logs, data) [required]
   --servers N          number of servers (start)                          [3]
   --tick-ms MS         ZooKeeper tickTime (start)                         [100]
+  --sync-ms MS         start: how long the leader and a follower may go
+                       unheard before the follower is dropped (syncLimit,
+                       in ticks, rounded up). Not 500 ms: on 2 loaded cores
+                       starved JVMs missed that, the leader dropped both
+                       followers at once, and elections followed one
+                       another for 30 s                               [3000]
+  --init-ms MS         start: how long a follower may take to connect and
+                       sync to a new leader (initLimit, in ticks)    [10000]
   --wait-s S           start/restart: wait this long for a leader         [60]
   --no-fsync           start: forceSync=no, the transaction log is written
                        but not fsynced (tests on a shared machine, where an
@@ -86,6 +94,8 @@ esac
 dir=""
 servers=3
 tick_ms=100
+sync_ms=3000
+init_ms=10000
 wait_s=60
 exit_with_pid=""
 server=""
@@ -99,6 +109,8 @@ while [[ $# -gt 0 ]]; do
     --dir) need_value "$@"; dir="$2"; shift 2 ;;
     --servers) need_value "$@"; servers="$2"; shift 2 ;;
     --tick-ms) need_value "$@"; tick_ms="$2"; shift 2 ;;
+    --sync-ms) need_value "$@"; sync_ms="$2"; shift 2 ;;
+    --init-ms) need_value "$@"; init_ms="$2"; shift 2 ;;
     --wait-s) need_value "$@"; wait_s="$2"; shift 2 ;;
     --exit-with-pid) need_value "$@"; exit_with_pid="$2"; shift 2 ;;
     --server) need_value "$@"; server="$2"; shift 2 ;;
@@ -114,6 +126,8 @@ done
 [[ -n "$dir" ]] || die "--dir DIR is required"
 [[ "$servers" =~ ^[1-9][0-9]*$ && "$servers" -le 15 ]] || die "--servers must be 1..15, got '$servers'"
 [[ "$tick_ms" =~ ^[1-9][0-9]*$ ]] || die "--tick-ms must be a positive integer, got '$tick_ms'"
+[[ "$sync_ms" =~ ^[1-9][0-9]{0,6}$ ]] || die "--sync-ms must be a positive integer (ms), got '$sync_ms'"
+[[ "$init_ms" =~ ^[1-9][0-9]{0,6}$ ]] || die "--init-ms must be a positive integer (ms), got '$init_ms'"
 [[ "$wait_s" =~ ^[1-9][0-9]*$ ]] || die "--wait-s must be a positive integer, got '$wait_s'"
 [[ "$nice_value" =~ ^-?[0-9]+$ && "$nice_value" -ge -20 && "$nice_value" -le 19 ]] ||
   die "--nice must be -20..19, got '$nice_value'"
@@ -394,8 +408,8 @@ case "$cmd" in
       cat >"$dir/zk$i.cfg" <<CFG
 # Written by deploy/local/zookeeper.sh: server $i of $servers, on $host only.
 tickTime=$tick_ms
-initLimit=10
-syncLimit=5
+initLimit=$(((init_ms + tick_ms - 1) / tick_ms))
+syncLimit=$(((sync_ms + tick_ms - 1) / tick_ms))
 dataDir=$dir/zk$i/data
 dataLogDir=$dir/zk$i/txlog
 clientPort=$client_port

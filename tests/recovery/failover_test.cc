@@ -32,6 +32,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -170,17 +171,30 @@ class FailoverTest : public ::testing::Test {
       for (int i = 1; i <= cluster_->zookeeper().servers(); ++i) {
         // Warnings and errors only: elections, lost connections, expiries.
         const std::string log = cluster_->zookeeper().server_log(i);
+        // An exception's first line follows its WARN/ERROR line (it says
+        // why: a read timed out, a connection was reset, ...).
         std::string lines;
         size_t start = 0, shown = 0;
+        bool after_shown = false;
         while (start < log.size() && shown < 400) {
           size_t nl = log.find('\n', start);
           if (nl == std::string::npos) nl = log.size();
           const std::string line = log.substr(start, nl - start);
-          if (line.find(" - WARN ") != std::string::npos || line.find(" - ERROR ") != std::string::npos ||
-              line.find("LEADING") != std::string::npos || line.find("FOLLOWING") != std::string::npos ||
-              line.find("LOOKING") != std::string::npos || line.find("xpir") != std::string::npos) {
+          const bool dated = line.size() > 4 && std::isdigit(static_cast<unsigned char>(line[0])) &&
+                             std::isdigit(static_cast<unsigned char>(line[3]));
+          if ((line.find(" - WARN ") != std::string::npos || line.find(" - ERROR ") != std::string::npos ||
+               line.find("LEADING") != std::string::npos || line.find("FOLLOWING") != std::string::npos ||
+               line.find("LOOKING") != std::string::npos || line.find("xpir") != std::string::npos) &&
+              line.find("Close of session") == std::string::npos && line.find("Notification:") == std::string::npos) {
             lines += line.substr(0, 220) + "\n";
             ++shown;
+            after_shown = true;
+          } else if (after_shown && !dated && line.rfind("\tat ", 0) != 0) {
+            lines += "    " + line.substr(0, 216) + "\n";
+            ++shown;
+            after_shown = false;
+          } else if (dated) {
+            after_shown = false;
           }
           start = nl + 1;
         }
