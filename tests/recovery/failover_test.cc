@@ -971,8 +971,14 @@ TEST_F(FailoverTest, LeaderDiesAtEachRecoveryStep) {
 // compute process: its recovery still completes. (b) A second server is
 // killed (no quorum): compute processes keep committing; a compute process
 // killed now is not even fenced (recovery cannot start without its
-// ZooKeeper record) for an observation window. (c) A server restarts: the
-// quorum is back and that recovery completes, published after the restart.
+// ZooKeeper record) for an observation window. (c) Both servers restart:
+// the quorum is back and that recovery completes, published after the
+// restart. Both, not one: Debian's ZooKeeper (3.8.0) has ZOOKEEPER-4685 -
+// a follower syncing with a new leader may acknowledge a proposal before
+// NEWLEADER, the leader gives up after initLimit and a new election
+// repeats the race. With one restarted server (and forceSync off, on two
+// loaded cores) that lost the race again and again: the quorum came back
+// after 57 s, 86 s, or not within 90 s. With two, one winning is enough.
 TEST_F(FailoverTest, ZooKeeperFaults) {
   ASSERT_NO_FATAL_FAILURE(start_cluster());
   ASSERT_NO_FATAL_FAILURE(start_fds(kFdTimeoutUs));
@@ -1020,8 +1026,10 @@ TEST_F(FailoverTest, ZooKeeperFaults) {
 
   // (c)
   const uint64_t restored_ns = realtime_ns();
-  s = zk.restart_server(first);
-  ASSERT_TRUE(s) << s.to_string();
+  for (int server : {first, second}) {
+    s = zk.restart_server(server);
+    ASSERT_TRUE(s) << s.to_string();
+  }
   t = Clock::now();
   ASSERT_NO_FATAL_FAILURE(wait_recovered(orphan, 90s, "quorum restored"));
   EXPECT_GT(memd_stat(&wire::StatsReply::fenced_nodes), fenced_before);
@@ -1031,11 +1039,9 @@ TEST_F(FailoverTest, ZooKeeperFaults) {
   std::smatch m;
   ASSERT_TRUE(std::regex_search(node->data, m, re)) << node->data;
   EXPECT_GT(std::stoull(m[1].str()), restored_ns) << "pid " << orphan << " was published before the quorum returned";
-  fprintf(stderr, "[%s] (c) server %d restarted: pid %u recovered after %s\n", seconds_since(t0_).c_str(), first,
-          orphan, seconds_since(t).c_str());
+  fprintf(stderr, "[%s] (c) servers %d and %d restarted: pid %u recovered after %s\n", seconds_since(t0_).c_str(),
+          first, second, orphan, seconds_since(t).c_str());
   ASSERT_NO_FATAL_FAILURE(expect_commits_grow({&computes[0], &computes[2]}, "after the quorum returned"));
-  s = zk.restart_server(second);
-  ASSERT_TRUE(s) << s.to_string();
   for (auto& [id, fd] : fds_) EXPECT_TRUE(fd->running()) << "replica " << id << " died\n" << fd->tail();
 
   ASSERT_NO_FATAL_FAILURE(kill_and_recover(computes));
