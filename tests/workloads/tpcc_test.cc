@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <regex>
 #include <set>
 #include <stdexcept>
 
@@ -235,6 +236,37 @@ class TpccOnDaemons : public ::testing::TestWithParam<ProtocolMode> {
                              << cluster_->directory().tables.size();
     return v;
   }
+  // Adds `delta` to field `f` of one row, in a transaction of its own.
+  void add_to(uint32_t table, uint64_t key, tpcc::Int f, int64_t delta) {
+    const CommitOutcome o = client_->transact([&](Txn& t) {
+      auto r = t.update(table, key);
+      if (!r) return r.reason();
+      tpcc::put(*r, f, tpcc::get(*r, f) + delta);
+      return AbortReason::kNone;
+    });
+    ASSERT_TRUE(o.committed) << abort_reason_name(o.reason) << " " << o.detail.to_string();
+  }
+  // A copy of one row, to insert again after removing it.
+  std::vector<uint8_t> row(uint32_t table, uint64_t key) {
+    std::vector<uint8_t> v;
+    const CommitOutcome o = client_->transact([&](Txn& t) {
+      auto r = t.read(table, key);
+      if (!r) return r.reason();
+      v.assign((*r).begin(), (*r).end());
+      return AbortReason::kNone;
+    });
+    EXPECT_TRUE(o.committed) << abort_reason_name(o.reason);
+    return v;
+  }
+  // The numbers of the conditions the audit's problems name ("condition N (").
+  static std::set<int> conditions(const Audit& a) {
+    static const std::regex kName(R"(condition (\d+) \()");
+    std::set<int> out;
+    for (const std::string& p : a.problems) {
+      for (std::sregex_iterator m(p.begin(), p.end(), kName), end; m != end; ++m) out.insert(std::stoi((*m)[1]));
+    }
+    return out;
+  }
   bool exists(uint32_t table, uint64_t key) {
     return client_->transact([&](Txn& t) {
       auto r = t.read(table, key);
@@ -402,14 +434,14 @@ TEST_P(TpccOnDaemons, AuditReportsBrokenConditions) {
     const CommitOutcome o = client_->transact(body);
     ASSERT_TRUE(o.committed) << abort_reason_name(o.reason) << " " << o.detail.to_string();
   };
-  // 1: D_YTD paid without W_YTD.
+  // 1 (and 9): D_YTD paid without W_YTD.
   commit([&](Txn& t) {
     auto d = t.update(tpcc::kDistrict, k.district(2, 3));
     if (!d) return d.reason();
     tpcc::put(*d, tpcc::district::kYtd, tpcc::get(*d, tpcc::district::kYtd) + 100);
     return AbortReason::kNone;
   });
-  // 3 and 5: an undelivered order's new-order row removed in the middle.
+  // 3 (and 11): an undelivered order's new-order row removed in the middle.
   commit([&](Txn& t) { return t.remove(tpcc::kNewOrder, tpcc::new_order_key(1, 7, 25)); });
   // 4 and 6: an order line past the order's O_OL_CNT.
   const auto n = static_cast<uint64_t>(field(tpcc::kOrder, tpcc::order_key(1, 2, 10), tpcc::order::kLineCount));
@@ -431,6 +463,108 @@ TEST_P(TpccOnDaemons, AuditReportsBrokenConditions) {
   }
 }
 
+// Conditions 8-12, one damage at a time (each undone before the next):
+// every damage breaks exactly the conditions listed, as the spec's sums
+// over the rows that exist would, and the audit must name those, no
+// others, with the ids of the warehouse, district or customer. Thirteen
+// audits: one protocol suffices, as the damage is ordinary transactions
+// and the audit's reads run in every mode in the tests above.
+class TpccAuditDamage : public TpccOnDaemons {};
+
+TEST_P(TpccAuditDamage, AuditNamesTheConditionsEachMoneyOrCountDamageBreaks) {
+  const tpcc::StaticKeys& k = w_->keys();
+  auto commit = [&](const std::function<AbortReason(Txn&)>& body) {
+    const CommitOutcome o = client_->transact(body);
+    ASSERT_TRUE(o.committed) << abort_reason_name(o.reason) << " " << o.detail.to_string();
+  };
+  auto expect = [&](const std::string& damage, const std::set<int>& want, const std::vector<std::string>& names) {
+    const Audit a = audit();
+    const std::string all = problems(a);
+    ASSERT_LE(a.problem_count, Audit::kMaxProblems) << damage << all;  // none left out of conditions()
+    EXPECT_EQ(conditions(a), want) << damage << all;
+    for (const std::string& n : names) {
+      EXPECT_NE(all.find(n), std::string::npos) << damage << ": no '" << n << "'" << all;
+    }
+  };
+
+  // 8 (and 1): W_YTD grows without a payment.
+  add_to(tpcc::kWarehouse, k.warehouse(1), tpcc::warehouse::kYtd, 700);
+  expect("W_YTD + 7.00", {1, 8}, {"warehouse 1: condition 8"});
+  add_to(tpcc::kWarehouse, k.warehouse(1), tpcc::warehouse::kYtd, -700);
+
+  // 9 alone: 7.00 of D_YTD moves to another district of the warehouse.
+  add_to(tpcc::kDistrict, k.district(2, 3), tpcc::district::kYtd, 700);
+  add_to(tpcc::kDistrict, k.district(2, 4), tpcc::district::kYtd, -700);
+  expect("D_YTD moved between districts", {9},
+         {"warehouse 2 district 3: condition 9", "warehouse 2 district 4: condition 9"});
+  add_to(tpcc::kDistrict, k.district(2, 3), tpcc::district::kYtd, -700);
+  add_to(tpcc::kDistrict, k.district(2, 4), tpcc::district::kYtd, 700);
+
+  // 8, 9, 10: a payment's H_AMOUNT.
+  const uint64_t h = tpcc::history_key(1, 3, 5, 1);
+  add_to(tpcc::kHistory, h, tpcc::history::kAmount, 700);
+  expect("H_AMOUNT + 7.00", {8, 9, 10},
+         {"warehouse 1: condition 8", "warehouse 1 district 3: condition 9",
+          "warehouse 1 district 3 customer 5: condition 10"});
+  add_to(tpcc::kHistory, h, tpcc::history::kAmount, -700);
+
+  // 8 and 9 only: the payment went to warehouse 2 (the H_W_ID of a remote
+  // payment): the sums go by H_W_ID, and the customer's balance still holds.
+  add_to(tpcc::kHistory, h, tpcc::history::kWarehouse, 1);
+  expect("H_W_ID 1 -> 2", {8, 9},
+         {"warehouse 1: condition 8", "warehouse 2: condition 8", "warehouse 1 district 3: condition 9",
+          "warehouse 2 district 3: condition 9"});
+  add_to(tpcc::kHistory, h, tpcc::history::kWarehouse, -1);
+
+  // 8, 9, 10: a history row removed.
+  const uint64_t gone = tpcc::history_key(2, 6, 7, 1);
+  const std::vector<uint8_t> history_row = row(tpcc::kHistory, gone);
+  commit([&](Txn& t) { return t.remove(tpcc::kHistory, gone); });
+  expect("history row removed", {8, 9, 10},
+         {"warehouse 2 district 6 customer 7: history row 1 is missing", "warehouse 2: condition 8",
+          "warehouse 2 district 6: condition 9", "warehouse 2 district 6 customer 7: condition 10"});
+  commit([&](Txn& t) { return t.insert(tpcc::kHistory, gone, history_row); });
+
+  // 10 and 12: C_BALANCE.
+  add_to(tpcc::kCustomer, k.customer(1, 4, 9), tpcc::customer::kBalance, 700);
+  expect("C_BALANCE + 7.00", {10, 12},
+         {"warehouse 1 district 4 customer 9: condition 10", "warehouse 1 district 4 customer 9: condition 12"});
+  add_to(tpcc::kCustomer, k.customer(1, 4, 9), tpcc::customer::kBalance, -700);
+
+  // 12 alone: C_YTD_PAYMENT.
+  add_to(tpcc::kCustomer, k.customer(1, 4, 9), tpcc::customer::kYtdPayment, 700);
+  expect("C_YTD_PAYMENT + 7.00", {12}, {"warehouse 1 district 4 customer 9: condition 12"});
+  add_to(tpcc::kCustomer, k.customer(1, 4, 9), tpcc::customer::kYtdPayment, -700);
+
+  // 10 and 12: the OL_AMOUNT of a delivered line (order 5 was loaded
+  // delivered), charged to the order's customer.
+  const int64_t owner = field(tpcc::kOrder, tpcc::order_key(2, 2, 5), tpcc::order::kCustomerId);
+  const std::string customer = "warehouse 2 district 2 customer " + std::to_string(owner);
+  add_to(tpcc::kOrderLine, tpcc::order_line_key(2, 2, 5, 1), tpcc::order_line::kAmount, 700);
+  expect("delivered OL_AMOUNT + 7.00", {10, 12}, {customer + ": condition 10", customer + ": condition 12"});
+  add_to(tpcc::kOrderLine, tpcc::order_line_key(2, 2, 5, 1), tpcc::order_line::kAmount, -700);
+
+  // None: an undelivered line (order 25) is no customer's debt yet.
+  add_to(tpcc::kOrderLine, tpcc::order_line_key(2, 2, 25, 1), tpcc::order_line::kAmount, 700);
+  expect("undelivered OL_AMOUNT + 7.00", {}, {});
+  add_to(tpcc::kOrderLine, tpcc::order_line_key(2, 2, 25, 1), tpcc::order_line::kAmount, -700);
+
+  // 11 (and 3): the newest new-order row removed without a delivery.
+  const uint64_t no = tpcc::new_order_key(1, 8, 30);
+  const std::vector<uint8_t> new_order_row = row(tpcc::kNewOrder, no);
+  commit([&](Txn& t) { return t.remove(tpcc::kNewOrder, no); });
+  expect("new-order row removed", {3, 11}, {"warehouse 1 district 8: condition 11"});
+  commit([&](Txn& t) { return t.insert(tpcc::kNewOrder, no, new_order_row); });
+
+  // 11 alone: C_DELIVERY_CNT counts a delivery that removed no new-order row.
+  add_to(tpcc::kCustomer, k.customer(1, 5, 11), tpcc::customer::kDeliveryCount, 1);
+  expect("C_DELIVERY_CNT + 1", {11}, {"warehouse 1 district 5: condition 11"});
+  add_to(tpcc::kCustomer, k.customer(1, 5, 11), tpcc::customer::kDeliveryCount, -1);
+
+  const Audit a = audit();
+  EXPECT_TRUE(a.clean()) << "after undoing every damage:" << problems(a);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, TpccOnDaemons,
                          ::testing::Values(ProtocolMode::kPandora, ProtocolMode::kFord, ProtocolMode::kLogALatch),
                          [](const ::testing::TestParamInfo<ProtocolMode>& info) {
@@ -438,6 +572,9 @@ INSTANTIATE_TEST_SUITE_P(Modes, TpccOnDaemons,
                            for (char& c : p) c = c == '-' ? '_' : c;
                            return p;
                          });
+
+INSTANTIATE_TEST_SUITE_P(Pandora, TpccAuditDamage, ::testing::Values(ProtocolMode::kPandora),
+                         [](const ::testing::TestParamInfo<ProtocolMode>&) { return std::string("pandora"); });
 
 // A district that has used its order ids stops the run with the flag to raise.
 TEST(TpccLimits, RunningOutOfOrderIdsNamesTheFlag) {

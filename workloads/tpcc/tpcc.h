@@ -37,8 +37,8 @@
 //
 // Invariant: the sum of W_YTD over all warehouses; Payment adds its amount
 // (TxnOutcome::delta), nothing else changes it. audit() reads everything
-// through transactions and checks the consistency conditions 1-7 of clause
-// 3.3.2 (see tpcc_audit.cc).
+// through transactions and checks the consistency conditions 1-12 of clause
+// 3.3.2 (11 in a form Delivery keeps; see tpcc_audit.cc).
 #pragma once
 
 #include <cstdint>
@@ -56,7 +56,8 @@ struct TpccOptions {
   uint64_t warehouses = 1;
   // Scale knobs for tests and small machines (spec: 100000 and 3000). The
   // initial orders per district equal the customers; the last 30% of them
-  // are undelivered (900 of 3000).
+  // are undelivered (900 of 3000). D_YTD is loaded as 10.00 per customer
+  // (the spec's 30,000.00 at 3000), what their loaded payments add up to.
   uint64_t items = 100000;
   uint64_t customers_per_district = 3000;
   // Orders each district may hold, the initial ones included: sizes the
