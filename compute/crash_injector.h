@@ -1,8 +1,9 @@
 // The CrashInjector: a StepHook (compute/step_hook.h) that kills the
 // process at a chosen step - litmus testing with crash injection (seed
 // chapter 5), the crash tests, and pandora-fd's --crash-at for the
-// fail-over tests. It lives in compute/ rather than testing/ because two
-// shipped binaries arm it (pandora-litmus, pandora-fd's test-only flag).
+// fail-over tests. Test machinery, in its own library
+// (pandora_crash_injector) that no release binary links: Debug builds of
+// pandora-fd, pandora-litmus and the tests do.
 //
 // When an armed injector fires it stores the point id where the driver told
 // it to (a word in a MAP_SHARED page and/or a file descriptor), then

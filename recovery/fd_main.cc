@@ -16,6 +16,9 @@
 #include "common/secret.h"
 #include "compute/step_hook.h"
 #include "recovery/fd_replica.h"
+#ifdef PANDORA_CRASH_INJECTION
+#include "compute/crash_injector.h"
+#endif
 
 namespace {
 
@@ -74,11 +77,11 @@ int main(int argc, char** argv) {
   opts.add_u64("op-timeout-ms", &f.op_timeout_ms, "the leader's data-plane operation timeout", 1, 600000);
   opts.add_choice("log-level", &f.log_level, {"debug", "info", "warn", "error"}, "log verbosity");
   opts.add_string("crash-at", &f.crash_at,
-                  "test only: as leader, SIGKILL this process at the first hit of this recovery crash point "
-                  "(recovery-after-read, before-truncate, after-truncate, before-sweep, after-sweep, ...)");
+                  "test only (Debug builds): as leader, SIGKILL this process at the first hit of this recovery "
+                  "crash point (recovery-after-read, before-truncate, after-truncate, before-sweep, after-sweep, ...)");
   opts.add_choice("crash-signal", &f.crash_signal, {"kill", "stop"},
-                  "test only: what --crash-at does: SIGKILL, or SIGSTOP (the leader stands still at the point "
-                  "until a SIGCONT)");
+                  "test only (Debug builds): what --crash-at does: SIGKILL, or SIGSTOP (the leader stands still at "
+                  "the point until a SIGCONT)");
   opts.add_flag("stall-member-refreshes", &f.stall_member_refreshes,
                 "test only: once a compute node is watched, the registry reads that refresh the member list stand "
                 "still (detection and recovery must go on without them)");
@@ -114,12 +117,20 @@ int main(int argc, char** argv) {
   o.tick = std::chrono::microseconds(f.tick_us);
   o.backend = f.backend == "shm" ? Backend::kShm : Backend::kTcp;
   o.op_timeout = std::chrono::milliseconds(f.op_timeout_ms);
+#ifdef PANDORA_CRASH_INJECTION
+  CrashInjector crash;
+#endif
   if (!f.crash_at.empty()) {
     auto p = parse_crash_point(f.crash_at);
     if (!p || !is_recovery_point(*p)) return usage_error(fmt::format("--crash-at '{}' is not a recovery crash point", f.crash_at));
-    o.crash_at = *p;
+#ifdef PANDORA_CRASH_INJECTION
+    crash.arm_point(*p, 1, 0, 1);
+    if (f.crash_signal == "stop") crash.set_fire_action([](CrashPoint) { ::raise(SIGSTOP); });
+    o.step_hook = &crash;
+#else
+    return usage_error("--crash-at: crash injection is test machinery, built into Debug builds only");
+#endif
   }
-  o.crash_stops = f.crash_signal == "stop";
   o.stall_member_refreshes = f.stall_member_refreshes;
 
   // SIGTERM/SIGINT (and the end of --exit-with-pid's process) stop the loop.

@@ -1,6 +1,5 @@
 #include "recovery/fd_replica.h"
 
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,7 +13,6 @@
 #include <fmt/format.h>
 
 #include "compute/cluster.h"
-#include "compute/crash_injector.h"
 #include "recovery/fd/detector.h"
 #include "recovery/membership.h"
 #include "recovery/recovery_coordinator.h"
@@ -87,7 +85,6 @@ struct Leadership {
   }
   std::unique_ptr<Membership> member;  // kFd member: pid + lane slot, no heartbeats
   std::unique_ptr<Cluster> cluster;
-  std::unique_ptr<CrashInjector> crash;
   std::unique_ptr<RecoveryCoordinator> coordinator;
   bool resumed = false;
 };
@@ -491,11 +488,6 @@ class Replica {
     lead_->cluster = std::move(*cl);
     if (Status s = lead_->member->attach(lead_->cluster->failed_ids()); !s) return s;
 
-    if (o_.crash_at && !lead_->crash) {
-      lead_->crash = std::make_unique<CrashInjector>();
-      lead_->crash->arm_point(*o_.crash_at, 1, 0, 1);
-      if (o_.crash_stops) lead_->crash->set_fire_action([](CrashPoint) { ::raise(SIGSTOP); });
-    }
     RecoveryCoordinatorOptions ro;
     ro.cluster_id = o_.cluster_id;
     ro.secret = o_.secret;
@@ -517,7 +509,7 @@ class Replica {
     lead_->coordinator = std::make_unique<RecoveryCoordinator>(
         *registry_, *lead_->cluster, ro, log_.child("recovery"),
         [det](std::span<const Endpoint> to, std::span<const uint16_t> pids) { (void)det->push_failed(to, pids); },
-        lead_->crash.get());
+        o_.step_hook);
     log_.info("leader data plane as pid {} ({})", lead_->member->pid(), lead_->member->slot().to_string());
     return Status::ok();
   }

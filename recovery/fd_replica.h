@@ -40,11 +40,10 @@ struct FdReplicaOptions {
   std::chrono::microseconds tick{250};
   Backend backend = Backend::kTcp;      // the leader's data plane to the memory nodes
   std::chrono::milliseconds op_timeout{2000};
-  // Test only: the recovery crash point at which this replica, once leader,
-  // kills itself (SIGKILL) the first time it is reached - or, with
-  // crash_stops, stops itself (SIGSTOP) there until a test continues it.
-  std::optional<CrashPoint> crash_at;
-  bool crash_stops = false;
+  // Told of each step of the leader's recoveries (may be null). pandora-fd's
+  // test-only --crash-at passes a CrashInjector (Debug builds only: test
+  // machinery is never compiled into a release binary).
+  StepHook* step_hook = nullptr;
   // Test only: once a member refresh has found a compute node to watch,
   // every later one stands still until the replica stops (as if ZooKeeper
   // never answered those reads): shows that detection and recovery do not
