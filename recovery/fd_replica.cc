@@ -306,12 +306,12 @@ class Replica {
     return complete;
   }
 
-  // Called by the leader once it has recovered `pids`.
+  // Called by the leader once it has recovered `pids` (in ford mode every
+  // failed pid so far: only those still watched cost an unwatch).
   void unwatch_recovered(const std::vector<uint16_t>& pids) {
     std::lock_guard<std::mutex> g(members_mu_);
     for (uint16_t p : pids) {
-      detector_->unwatch(wire::SenderKind::kCompute, p);
-      watched_.erase(p);
+      if (watched_.erase(p) != 0) detector_->unwatch(wire::SenderKind::kCompute, p);
     }
     ++unwatch_generation_;
   }
