@@ -3,7 +3,8 @@
 #   1. deploy/postgres/postgres.sh: bad flags refused; start, status, a
 #      password-less connection refused, stop (the postmaster's pid is gone);
 #   2. pandora-pg-bench's SmallBank check catches money created behind its
-#      back during a run (exit 1, "check FAILED");
+#      back during a run (exit 1, "check FAILED"); its TPC-C check names
+#      each consistency condition (8-12) a hand-made change breaks;
 #   3. deploy/compare/compare.sh refuses TPC-C sizes out of bounds; then
 #      one short round: SmallBank on both
 #      systems, TATP and TPC-C on PostgreSQL (and on Pandora once
@@ -87,6 +88,30 @@ bench_pid=""
 [[ $rc -eq 1 ]] || fail "pandora-pg-bench exited $rc after money was created behind its back; output: $(cat "$work/tamper.log")"
 grep -q "check FAILED" "$work/tamper.log" || fail "no 'check FAILED' in: $(cat "$work/tamper.log")"
 grep -q "off by 7" "$work/tamper.log" || fail "the check did not find the 7 cents: $(cat "$work/tamper.log")"
+
+echo "== 2b. the TPC-C check names each consistency condition broken behind its back"
+tpcc=(--pg-dir "$pg" --workload tpcc --warehouses 1 --tpcc-items 100 --tpcc-customers-per-district 30)
+"$pgbench" "${tpcc[@]}" --load --seconds 0 >"$work/tpcc-load.log" 2>&1 ||
+  fail "TPC-C load at a small scale failed its own check: $(cat "$work/tpcc-load.log")"
+grep -q "conditions 1-4 and 8-12 hold" "$work/tpcc-load.log" || fail "no conditions 8-12 in: $(cat "$work/tpcc-load.log")"
+customer="c_w_id = 1 AND c_d_id = 1 AND c_id = 1"
+# tamper SQL | SQL that undoes it | the conditions it must break
+while IFS='|' read -r damage undo conditions; do
+  "$pgbin/psql" -X -q -c "$damage" "$(cat "$pg/conninfo")"
+  rc=0
+  "$pgbench" "${tpcc[@]}" --seconds 0 >"$work/tpcc-check.log" 2>&1 || rc=$?
+  [[ $rc -eq 1 ]] || fail "exit $rc, not 1, after '$damage': $(cat "$work/tpcc-check.log")"
+  for n in $conditions; do
+    grep -q "condition $n " "$work/tpcc-check.log" || fail "'$damage' did not break condition $n: $(cat "$work/tpcc-check.log")"
+  done
+  "$pgbin/psql" -X -q -c "$undo" "$(cat "$pg/conninfo")"
+done <<TAMPER
+UPDATE history SET h_amount = h_amount + 1 WHERE h_c_id = 1 AND h_d_id = 1 AND h_w_id = 1|UPDATE history SET h_amount = h_amount - 1 WHERE h_c_id = 1 AND h_d_id = 1 AND h_w_id = 1|8 9 10
+UPDATE customer SET c_balance = c_balance + 1 WHERE $customer|UPDATE customer SET c_balance = c_balance - 1 WHERE $customer|10 12
+UPDATE customer SET c_delivery_cnt = c_delivery_cnt + 1 WHERE $customer|UPDATE customer SET c_delivery_cnt = c_delivery_cnt - 1 WHERE $customer|11
+UPDATE customer SET c_ytd_payment = c_ytd_payment + 1 WHERE $customer|UPDATE customer SET c_ytd_payment = c_ytd_payment - 1 WHERE $customer|12
+TAMPER
+"$pgbench" "${tpcc[@]}" --seconds 0 >"$work/tpcc-check.log" 2>&1 || fail "undoing the damage did not pass: $(cat "$work/tpcc-check.log")"
 bash "$root/deploy/postgres/postgres.sh" stop --dir "$pg"
 proc_alive "$pid" && fail "postmaster $pid still alive after stop"
 

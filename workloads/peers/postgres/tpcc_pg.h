@@ -8,8 +8,11 @@
 // picked uniformly per transaction (no terminal-to-warehouse binding, no
 // keying/think times).
 // NewOrder's 1% with an unused item id rolls back ("user").
-// check(): consistency conditions 1-4 (clause 3.3.2), and the invariant
-// sum(W_YTD) in cents = before + committed payment amounts.
+// W_YTD and D_YTD are loaded as the sum of the customers' initial payments
+// (the spec's 300,000.00 and 30,000.00 at 3000 customers per district).
+// check(): consistency conditions 1-4 and 8-12 (clause 3.3.2; 11 counts the
+// orders loaded as delivered), and the invariant sum(W_YTD) in cents =
+// before + committed payment amounts.
 #pragma once
 
 #include "workloads/peers/postgres/pg_workload.h"
