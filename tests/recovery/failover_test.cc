@@ -995,7 +995,13 @@ TEST_F(FailoverTest, ZooKeeperFaults) {
   Status s = zk.kill_server(first);
   ASSERT_TRUE(s) << s.to_string();
   auto t = Clock::now();
-  ASSERT_NO_FATAL_FAILURE(wait_recovered(computes[0].pid, 60s, "ZooKeeper leader killed during the recovery"));
+  // The budgets of (a) and (c) are ZooKeeper's, not Pandora's: each waits
+  // for an election, and 3.8.0's sync race (above) can repeat one for
+  // minutes. Measured after the restarts of (c), one run at a time on a
+  // quiet machine: 26.5, 53.7, 89.6, 38.9, 105.4, 154.4 s, once not within
+  // the former 90 s and once not within 180 s (the record published, not
+  // yet done); (a) once not within the former 60 s, in a suite run.
+  ASSERT_NO_FATAL_FAILURE(wait_recovered(computes[0].pid, 120s, "ZooKeeper leader killed during the recovery"));
   fprintf(stderr, "[%s] (a) ZooKeeper server %d (leader) killed during the recovery of pid %u: done after %s\n",
           seconds_since(t0_).c_str(), first, computes[0].pid, seconds_since(t).c_str());
   ASSERT_NO_FATAL_FAILURE(spawn_compute(fmt::format("bench{}", ++next_name), 600, &computes[0]));
@@ -1031,7 +1037,7 @@ TEST_F(FailoverTest, ZooKeeperFaults) {
     ASSERT_TRUE(s) << s.to_string();
   }
   t = Clock::now();
-  ASSERT_NO_FATAL_FAILURE(wait_recovered(orphan, 90s, "quorum restored"));
+  ASSERT_NO_FATAL_FAILURE(wait_recovered(orphan, 180s, "quorum restored"));
   EXPECT_GT(memd_stat(&wire::StatsReply::fenced_nodes), fenced_before);
   auto node = zk_read([&](Registry& r) { return r.zk().get(r.path(fmt::format("failed/{}", orphan))); });
   ASSERT_TRUE(node);
