@@ -35,7 +35,10 @@
 #include <cctype>
 #include <atomic>
 #include <chrono>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <regex>
@@ -201,9 +204,36 @@ class FailoverTest : public ::testing::Test {
         fprintf(stderr, "--- ZooKeeper server %d (warnings, states):\n%s\n", i, lines.c_str());
       }
     }
+    if (HasFailure() && cluster_) keep_logs();
     inspector_reg_.reset();
     reg_.reset();
     cluster_.reset();
+  }
+
+  // After a failure the tails above may not say why: the processes' and
+  // ZooKeeper servers' whole logs are copied out of the cluster directory
+  // (removed with the cluster) into a kept one, named on stderr. Logs only:
+  // regions and ZooKeeper's data stay behind. A passing test keeps nothing.
+  void keep_logs() {
+    // On disk ($TMPDIR or /tmp), not where the cluster lives (/dev/shm).
+    const char* tmp = std::getenv("TMPDIR");
+    std::string kept = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/pandora-failover-logs-XXXXXX";
+    if (::mkdtemp(kept.data()) == nullptr) {
+      fprintf(stderr, "could not keep the logs: mkdtemp: %s\n", std::strerror(errno));
+      return;
+    }
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    size_t copied = 0;
+    for (auto it = fs::recursive_directory_iterator(cluster_->dir(), ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      if (!it->is_regular_file(ec) || it->path().extension() != ".log") continue;
+      // zk/zk1.log -> zk_zk1.log: one flat directory.
+      std::string name = fs::relative(it->path(), cluster_->dir(), ec).string();
+      std::replace(name.begin(), name.end(), '/', '_');
+      if (fs::copy_file(it->path(), fs::path(kept) / name, ec)) ++copied;
+    }
+    fprintf(stderr, "--- %zu log files of this cluster kept in %s\n", copied, kept.c_str());
   }
 
   // ZooKeeper, two memds, init: no tables yet.
