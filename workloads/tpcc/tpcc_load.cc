@@ -40,15 +40,6 @@ Status add(BulkLoader& loader, uint32_t table, uint64_t key, std::span<const uin
   return Status::ok();
 }
 
-// Every customer is loaded with one payment of 10.00 (clause 4.3.3.1:
-// H_AMOUNT, C_YTD_PAYMENT 10.00, C_BALANCE -10.00). The spec's D_YTD
-// 30,000.00 and W_YTD 300,000.00 are what its 3000 customers' payments add
-// up to (consistency conditions 8 and 9); with --tpcc-customers-per-district
-// they are derived the same way, so the conditions hold at any scale.
-constexpr int64_t kInitialPayment = 1000;  // 10.00
-
-int64_t district_ytd(uint64_t customers) { return kInitialPayment * static_cast<int64_t>(customers); }
-
 }  // namespace
 
 uint64_t TpccWorkload::load_last_name(Rng& rng, uint64_t c) {
@@ -60,7 +51,7 @@ uint64_t TpccWorkload::initial_new_orders() const {
 }
 
 int64_t TpccWorkload::initial_ytd() const {
-  return district_ytd(options_.customers_per_district) * kDistrictsPerWarehouse *
+  return initial_district_ytd_cents(options_.customers_per_district) * kDistrictsPerWarehouse *
          static_cast<int64_t>(options_.warehouses);
 }
 
@@ -86,7 +77,7 @@ Status TpccWorkload::load(BulkLoader& loader) const {
       put(row, warehouse::kName, alpha_string(rng, 6, 10));
       put_address(row, warehouse::kAddress, rng);
       put(row, warehouse::kTax, static_cast<int64_t>(between(rng, 0, 2000)));
-      put(row, warehouse::kYtd, district_ytd(customers) * kDistrictsPerWarehouse);
+      put(row, warehouse::kYtd, initial_district_ytd_cents(customers) * kDistrictsPerWarehouse);
       if (Status s = add(loader, kWarehouse, keys_.warehouse(w), row); !s) return s;
     }
     {
@@ -107,7 +98,7 @@ Status TpccWorkload::load(BulkLoader& loader) const {
         put(row, district::kName, alpha_string(rng, 6, 10));
         put_address(row, district::kAddress, rng);
         put(row, district::kTax, static_cast<int64_t>(between(rng, 0, 2000)));
-        put(row, district::kYtd, district_ytd(customers));
+        put(row, district::kYtd, initial_district_ytd_cents(customers));
         put(row, district::kNextOrderId, static_cast<int64_t>(customers + 1));
         if (Status s = add(loader, kDistrict, keys_.district(w, d), row); !s) return s;
         Row<kDeliveryCursorBytes> cursor{};
@@ -133,8 +124,8 @@ Status TpccWorkload::load(BulkLoader& loader) const {
           put(row, customer::kCredit, rng.uniform(10) == 0 ? "BC" : "GC");
           put(row, customer::kCreditLimit, 5000000);
           put(row, customer::kDiscount, static_cast<int64_t>(between(rng, 0, 5000)));
-          put(row, customer::kBalance, -kInitialPayment);
-          put(row, customer::kYtdPayment, kInitialPayment);
+          put(row, customer::kBalance, -kInitialPaymentCents);
+          put(row, customer::kYtdPayment, kInitialPaymentCents);
           put(row, customer::kPaymentCount, 1);
           put(row, customer::kData, alpha_string(rng, 300, 500));
           if (Status s = add(loader, kCustomer, keys_.customer(w, d, c), row); !s) return s;
@@ -147,7 +138,7 @@ Status TpccWorkload::load(BulkLoader& loader) const {
           put(hist, history::kDistrict, static_cast<int64_t>(d));
           put(hist, history::kWarehouse, static_cast<int64_t>(w));
           put(hist, history::kDate, now);
-          put(hist, history::kAmount, kInitialPayment);
+          put(hist, history::kAmount, kInitialPaymentCents);
           put(hist, history::kData, alpha_string(rng, 12, 24));
           if (Status s = add(loader, kHistory, history_key(w, d, c, 1), hist); !s) return s;
         }

@@ -1,5 +1,6 @@
 // TPC-C's random data (clause 4.3.2 and 2.1.6): NURand, last names from the
-// syllable rule, random strings, zip codes.
+// syllable rule, random strings, zip codes; and the loaded amounts both
+// loaders (workloads/tpcc, the PostgreSQL peer) derive alike.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,16 @@ constexpr bool valid_last_name_delta(uint32_t load, uint32_t run) {
   return delta >= 65 && delta <= 119 && delta != 96 && delta != 112;
 }
 static_assert(valid_last_name_delta(kLoadConstants.last_name, kRunConstants.last_name));
+
+// Every customer is loaded with one payment of 10.00 (clause 4.3.3.1:
+// H_AMOUNT, C_YTD_PAYMENT 10.00, C_BALANCE -10.00). The spec's D_YTD
+// 30,000.00 and W_YTD 300,000.00 are what its 3000 customers' payments add
+// up to (consistency conditions 8 and 9); with --tpcc-customers-per-district
+// they are derived the same way, so the conditions hold at any scale.
+inline constexpr int64_t kInitialPaymentCents = 1000;
+inline constexpr int64_t initial_district_ytd_cents(uint64_t customers_per_district) {
+  return kInitialPaymentCents * static_cast<int64_t>(customers_per_district);
+}
 
 // NURand(A, x, y) = (((random(0, A) | random(x, y)) + C) % (y - x + 1)) + x.
 inline uint64_t nurand(Rng& rng, uint64_t a, uint64_t x, uint64_t y, uint64_t c) {

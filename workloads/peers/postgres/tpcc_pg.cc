@@ -13,14 +13,6 @@ namespace {
 using namespace tpcc;  // NOLINT: the parameter vocabulary of this file
 std::string s(uint64_t v) { return std::to_string(v); }
 std::string money(int64_t cents) { return fmt::format("{}{}.{:02}", cents < 0 ? "-" : "", std::abs(cents) / 100, std::abs(cents) % 100); }
-
-// Every customer is loaded with one payment of 10.00 (clause 4.3.3.1:
-// H_AMOUNT, C_YTD_PAYMENT 10.00, C_BALANCE -10.00). The spec's D_YTD
-// 30,000.00 and W_YTD 300,000.00 are what its 3000 customers' payments add
-// up to (consistency conditions 8 and 9); with --tpcc-customers-per-district
-// they are derived the same way, as Pandora's loader does
-// (workloads/tpcc/tpcc_load.cc), so the conditions hold at any scale.
-constexpr int64_t kInitialPaymentCents = 1000;
 std::string astring(Rng& rng, uint64_t lo, uint64_t hi) { return random_letters(rng, between(rng, lo, hi)); }
 std::string nstring(Rng& rng, uint64_t lo, uint64_t hi) { return random_digits(rng, between(rng, lo, hi)); }
 // i_data / s_data: 26..50 letters, 10% with "ORIGINAL" somewhere.
@@ -163,8 +155,10 @@ uint64_t TpccPg::load(PgConn& c, const std::function<void(uint64_t)>& progress) 
   const uint64_t W = o_.warehouses;
   const uint64_t items = o_.items, customers = o_.customers_per_district, orders = o_.orders();
   const uint64_t first_new_order = o_.first_new_order();
-  const int64_t district_ytd_cents = kInitialPaymentCents * static_cast<int64_t>(customers);
-  const std::string d_ytd = money(district_ytd_cents), w_ytd = money(district_ytd_cents * kDistricts);
+  // Loaded amounts as Pandora's loader has them (tpcc_random.h).
+  const std::string d_ytd = money(initial_district_ytd_cents(customers)),
+                    w_ytd = money(initial_district_ytd_cents(customers) * kDistricts);
+  const std::string payment = money(kInitialPaymentCents), balance = money(-kInitialPaymentCents);
   uint64_t done = 0;
   c.exec("BEGIN");
   c.exec("DROP TABLE IF EXISTS warehouse, district, customer, history, orders, new_order, order_line, item, stock");
@@ -200,11 +194,11 @@ uint64_t TpccPg::load(PgConn& c, const std::function<void(uint64_t)>& progress) 
     put(b, cid, (i / customers) % kDistricts + 1, i / per_w + 1, astring(r, 8, 16), "OE", last_name(static_cast<uint32_t>(last)),
         astring(r, 10, 20), astring(r, 10, 20), astring(r, 10, 20), random_letters(r, 2),
         nstring(r, 4, 4) + "11111", random_digits(r, 16), "2024-01-01 00:00:00", r.uniform(10) == 0 ? "BC" : "GC",
-        "50000.00", fmt::format("0.{:04}", between(r, 0, 5000)), "-10.00", "10.00", 1, 0, astring(r, 300, 500));
+        "50000.00", fmt::format("0.{:04}", between(r, 0, 5000)), balance, payment, 1, 0, astring(r, 300, 500));
   });
   copy_rows(c, "history", W * per_w, &done, progress, [&](uint64_t i, Rng& r, std::string& b) {
     const uint64_t d = (i / customers) % kDistricts + 1, w = i / per_w + 1;
-    put(b, i % customers + 1, d, w, d, w, "2024-01-01 00:00:00", "10.00", astring(r, 12, 24));
+    put(b, i % customers + 1, d, w, d, w, "2024-01-01 00:00:00", payment, astring(r, 12, 24));
   });
   // Orders: o_c_id a random permutation of the customers per district;
   // ol_cnt drawn from a stream seeded by the order so order_line agrees.
