@@ -41,8 +41,17 @@ function(pandora_targets_under dir out)
   set(${out} ${targets} PARENT_SCOPE)
 endfunction()
 
-# The anchor target whose PCH targets of KIND (lib or exe) with HEADERS_VAR
-# (std or test) reuse, created on first use; its name into OUT. Clang only
+# The headers of FLAVOUR (std, or test: std + GoogleTest), into OUT.
+function(pandora_pch_headers flavour out)
+  set(headers ${PANDORA_PCH_STD_HEADERS})
+  if(flavour STREQUAL "test")
+    list(APPEND headers ${PANDORA_PCH_TEST_HEADERS})
+  endif()
+  set(${out} ${headers} PARENT_SCOPE)
+endfunction()
+
+# The anchor target whose PCH targets of KIND (lib or exe) and FLAVOUR (std
+# or test) reuse, created on first use; its name into OUT. Clang only
 # loads a PCH built with the same position-independence (-fPIC for
 # libraries, -fPIE for executables) and sanitizers, so each combination has
 # its own; the anchors link what the users link (fmt, GoogleTest) so that
@@ -57,12 +66,11 @@ function(pandora_pch_anchor kind flavour out)
     else()
       add_library(${anchor} OBJECT ${src})
     endif()
-    set(headers ${PANDORA_PCH_STD_HEADERS})
     target_link_libraries(${anchor} PRIVATE fmt::fmt)
     if(flavour STREQUAL "test")
-      list(APPEND headers ${PANDORA_PCH_TEST_HEADERS})
       target_link_libraries(${anchor} PRIVATE GTest::gtest)
     endif()
+    pandora_pch_headers(${flavour} headers)
     target_precompile_headers(${anchor} PRIVATE ${headers})
   endif()
   set(${out} ${anchor} PARENT_SCOPE)
@@ -93,15 +101,13 @@ function(pandora_apply_precompiled_headers)
     endif()
     get_target_property(links ${t} LINK_LIBRARIES)
     get_target_property(options ${t} COMPILE_OPTIONS)
+    set(flavour std)
     if(links AND links MATCHES "GTest::")
       set(flavour test)
-      set(headers ${PANDORA_PCH_STD_HEADERS} ${PANDORA_PCH_TEST_HEADERS})
-    else()
-      set(flavour std)
-      set(headers ${PANDORA_PCH_STD_HEADERS})
     endif()
     if(options AND options MATCHES "-fsanitize=fuzzer")
       # libFuzzer targets: their own flags, their own PCH (three of them).
+      pandora_pch_headers(${flavour} headers)
       target_precompile_headers(${t} PRIVATE ${headers})
     else()
       if(type STREQUAL "EXECUTABLE")
