@@ -357,7 +357,7 @@ TEST(CompareTable, RatiosAgainstAVersusBuildArePerRound) {
   ASSERT_EQ(testing::run_command({python(), table, dir.path()}, &out, 60), 0) << out;
   EXPECT_NE(out.find("this build against --versus"), std::string::npos) << out;
   // Per round 1.0, 1.1, 1.2: median 1.100 [1.00..1.20], both protocols.
-  EXPECT_NE(out.find("shm     micro100   pandora           3        1100        1000     1.100 [1.00..1.20]"),
+  EXPECT_NE(out.find("shm     micro100       1 pandora           3        1100        1000     1.100 [1.00..1.20]"),
             std::string::npos)
       << out;
   EXPECT_NE(out.find("all 12 runs passed"), std::string::npos) << out;
@@ -368,6 +368,68 @@ TEST(CompareTable, RatiosAgainstAVersusBuildArePerRound) {
   ASSERT_TRUE(write_report_files(failed, dir.path() + "/shm__micro100__r2__ford__versus.json", ""));
   EXPECT_EQ(testing::run_command({python(), table, dir.path()}, &out, 60), 1) << out;
   EXPECT_NE(out.find("failed their consistency check"), std::string::npos) << out;
+}
+
+// The line of `out` that starts with `prefix` ("" when none).
+std::string line_starting(const std::string& out, const std::string& prefix) {
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(prefix, 0) == 0) return line;
+  }
+  return "";
+}
+
+// compare_protocols.sh --processes: runs of 1 and 3 processes are separate
+// rows, each protocol's ratio to pandora is taken within a round and then
+// the median (not the ratio of the medians), names without a process count
+// (older directories) count as 1 process, and files that are no run are
+// ignored.
+TEST(CompareTable, GroupsByProcessCountWithPerRoundRatios) {
+  testing::TempDir dir;
+  const std::string table = std::string(PANDORA_SOURCE_DIR) + "/workloads/bench/compare_table.py";
+  auto put = [&](const std::string& name, const std::string& protocol, double cps) {
+    BenchReport rep = sample(2, 0, 50, 10'000);
+    rep.workload = "tatp";
+    rep.protocol = protocol;
+    rep.run->commits_per_second = cps;
+    rep.check.ran = true;
+    rep.check.passed = true;
+    ASSERT_TRUE(write_report_files(rep, dir.path() + "/" + name + ".json", ""));
+  };
+  // 1 process: pandora 1000, 3000, 1500; ford 2000, 1500, 1500. Per round
+  // 2.0, 0.5, 1.0: median 1.000; the ratio of the medians would be 0.75.
+  const double pandora1[] = {1000, 3000, 1500}, ford1[] = {2000, 1500, 1500};
+  for (int r = 1; r <= 3; ++r) {
+    put(fmt::format("shm__tatp__p1__r{}__pandora", r), "pandora", pandora1[r - 1]);
+    put(fmt::format("shm__tatp__p1__r{}__ford", r), "ford", ford1[r - 1]);
+    // 3 processes: ford at half of pandora in every round.
+    put(fmt::format("shm__tatp__p3__r{}__pandora", r), "pandora", 3000);
+    put(fmt::format("shm__tatp__p3__r{}__ford", r), "ford", 1500);
+  }
+  // An older name (no process count) and files that are no run.
+  put("tcp__tatp__r1__pandora", "pandora", 500);
+  put("tcp__tatp__r1__log-a-latch", "log-a-latch", 250);
+  put("load", "pandora", 1);
+  put("shm__tatp__p3__r1__nonsense", "pandora", 1);
+  put("shm__tatp__px__r1__pandora", "pandora", 1);
+
+  std::string out;
+  ASSERT_EQ(testing::run_command({python(), table, dir.path()}, &out, 60), 0) << out;
+  const std::string p1 = line_starting(out, "shm     tatp           1 ford              3        1500 ");
+  EXPECT_TRUE(p1.ends_with("1.000 [0.50..2.00]")) << out;
+  const std::string p3 = line_starting(out, "shm     tatp           3 ford              3        1500 ");
+  EXPECT_TRUE(p3.ends_with("0.500 [0.50..0.50]")) << out;
+  EXPECT_FALSE(line_starting(out, "shm     tatp           3 pandora           3        3000 ").empty()) << out;
+  const std::string legacy = line_starting(out, "tcp     tatp           1 log-a-latch       1         250 ");
+  EXPECT_TRUE(legacy.ends_with("0.500 [0.50..0.50]")) << out;
+  // 12 + 2 runs; load.json and the malformed names are not among them.
+  EXPECT_NE(out.find("all 14 runs passed"), std::string::npos) << out;
+
+  // --markdown adds one row per group: medians and per-round ratios.
+  ASSERT_EQ(testing::run_command({python(), table, "--markdown", dir.path()}, &out, 60), 0) << out;
+  EXPECT_NE(out.find("| shm | tatp | 1 | 3 | 1,500 | 1,500 |  | 1.00 [0.50..2.00] |  |\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("| shm | tatp | 3 | 3 | 3,000 | 1,500 |  | 0.50 [0.50..0.50] |  |\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("| tcp | tatp | 1 | 1 | 500 |  | 250 |  | 0.50 [0.50..0.50] |\n"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -12,14 +12,14 @@ namespace pandora::workloads {
 namespace {
 
 constexpr std::string_view kSummary =
-    "Runs a transactional workload (micro, SmallBank or TATP) on the Pandora compute library against running memory "
-    "daemons, for --seconds after --warmup-seconds, with --threads x --coordinators coordinators. Prints progress "
-    "once per second, then throughput, abort rates by reason, commit latency percentiles, remote operations per "
-    "committed transaction and a throughput timeline, and runs an end-of-run consistency check (exit status 1 if "
-    "it fails). --load creates the tables and loads the rows first; without it the run attaches to a previous load "
-    "(pass the same --keys/--value-size/--accounts/--subscribers). The check assumes this process is the only one writing these "
-    "tables during the run; several concurrent processes pass --no-check and --start-at, and one --merge of their "
-    "reports checks them all (deploy/bench/run.sh does this).\n"
+    "Runs a transactional workload (micro, SmallBank, TATP or TPC-C) on the Pandora compute library against "
+    "running memory daemons, for --seconds after --warmup-seconds, with --threads x --coordinators coordinators. "
+    "Prints progress once per second, then throughput, abort rates by reason, commit latency percentiles, remote "
+    "operations per committed transaction and a throughput timeline, and runs an end-of-run consistency check "
+    "(exit status 1 if it fails). --load creates the tables and loads the rows first; without it the run attaches "
+    "to a previous load (pass the same --keys/--value-size/--accounts/--subscribers/--warehouses). The check "
+    "assumes this process is the only one writing these tables during the run; several concurrent processes pass "
+    "--no-check and --start-at, and one --merge of their reports checks them all (deploy/bench/run.sh does this).\n"
     "Exit status: 0 success, 1 run or check failure, 2 bad command line, 6 this node was fenced, 7 a transaction "
     "was left undecided for recovery, 8 a memory node was lost during the run (6 and 8 stop the run at once).";
 

@@ -5,15 +5,19 @@
 #
 #   bash workloads/bench/compare_protocols.sh [--rounds 5] [--seconds 5] ...
 #
-# Loads micro and SmallBank once, then for each backend (shm, tcp; verbs
-# where there is an RDMA device, e.g. in the Soft-RoCE VM) and
-# workload (micro 50% writes, micro 100% writes, smallbank) runs pandora-bench
-# for the three protocols interleaved in rounds - pandora, ford, log-a-latch,
-# pandora, ford, ... - so slow drifts of the machine hit all three alike, and
-# prints a table of medians and of the per-round ratios to pandora
-# (compare_table.py). Every run also passes its consistency check or the
-# script fails. This is a benchmark, not a test: numbers from a shared
-# development machine are indicative only.
+# For each workload (micro 50% writes, micro 100% writes, smallbank, tatp,
+# tpcc) loads its tables, then for each backend (shm, tcp; verbs where there
+# is an RDMA device, e.g. in the Soft-RoCE VM) and number of compute
+# processes (--processes; more than one through deploy/bench/run.sh, whose
+# merge checks them together) runs pandora-bench for the three protocols
+# interleaved in rounds - pandora, ford, log-a-latch, pandora, ford, ... - so
+# slow drifts of the machine hit all three alike, and prints a table of
+# medians and of the per-round ratios to pandora (compare_table.py). TPC-C
+# grows (orders, history) and is loaded afresh before each of its runs, so
+# every run starts from the same database and none fills its tables. Every
+# run also passes its consistency check or the script fails. This is a
+# benchmark, not a test: numbers from a shared development machine are
+# indicative only.
 #
 # Always stops the daemons and any running pandora-bench, by pid.
 set -euo pipefail
@@ -37,14 +41,24 @@ Options:
   --replicas N         f+1 (1 or 2 with two daemons)               [2]
   --keys N             micro keys                                  [100000]
   --accounts N         SmallBank accounts                          [100000]
+  --subscribers N      TATP subscribers                            [100000]
+  --warehouses N       TPC-C warehouses                            [1]
+  --tpcc-customers-per-district N
+                       TPC-C customers (and initial orders) per
+                       district; fewer shorten its end-of-run audit    [3000]
   --backends LIST      comma list of shm, tcp, verbs               [shm,tcp]
                        (verbs: the daemons serve it when an RDMA device
                        is up, --verbs auto; pandora-bench takes the first
                        active device unless --rdma-device is given)
   --rdma-device NAME   pandora-bench --rdma-device (verbs)         [auto]
   --busy-poll-us N     daemons' tcp busy polling (pandora-memd)    [0]
-  --workloads LIST     comma list of micro50, micro100, smallbank
-                                                  [micro50,micro100,smallbank]
+  --workloads LIST     comma list of micro50, micro100, smallbank, tatp, tpcc
+                                   [micro50,micro100,smallbank,tatp,tpcc]
+  --processes LIST     comma list of compute-process counts; each count runs
+                       every workload x protocol, N > 1 as N pandora-bench
+                       processes (compute ids 1..N) of --threads x
+                       --coordinators each, started together and merged by
+                       deploy/bench/run.sh                          [1]
   --run-timeout-s N    give up on one pandora-bench run after N s (a hung run
                        fails the script instead of blocking it)    [seconds + warm-up + 120]
   --versus DIR         a second build to compare with (e.g. a worktree of an
@@ -71,11 +85,15 @@ coordinators=8
 replicas=2
 keys=100000
 accounts=100000
+subscribers=100000
+warehouses=1
+tpcc_customers_per_district=3000
+processes="1"
 busy_poll_us=0
 backends="shm,tcp"
 rdma_device=""
 run_timeout=""
-workloads="micro50,micro100,smallbank"
+workloads="micro50,micro100,smallbank,tatp,tpcc"
 out=""
 versus=""
 
@@ -91,6 +109,10 @@ while [[ $# -gt 0 ]]; do
     --replicas) need_value "$@"; replicas="$2"; shift 2 ;;
     --keys) need_value "$@"; keys="$2"; shift 2 ;;
     --accounts) need_value "$@"; accounts="$2"; shift 2 ;;
+    --subscribers) need_value "$@"; subscribers="$2"; shift 2 ;;
+    --warehouses) need_value "$@"; warehouses="$2"; shift 2 ;;
+    --tpcc-customers-per-district) need_value "$@"; tpcc_customers_per_district="$2"; shift 2 ;;
+    --processes) need_value "$@"; processes="$2"; shift 2 ;;
     --busy-poll-us) need_value "$@"; busy_poll_us="$2"; shift 2 ;;
     --backends) need_value "$@"; backends="$2"; shift 2 ;;
     --rdma-device) need_value "$@"; rdma_device="$2"; shift 2 ;;
@@ -103,19 +125,40 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-for n in rounds seconds threads coordinators replicas keys accounts; do
-  [[ "${!n}" =~ ^[1-9][0-9]*$ ]] || die "--$n must be a positive integer, got '${!n}'"
+for n in rounds seconds threads coordinators replicas keys accounts subscribers warehouses tpcc_customers_per_district; do
+  [[ "${!n}" =~ ^[1-9][0-9]*$ ]] || die "--${n//_/-} must be a positive integer, got '${!n}'"
 done
 [[ "$warmup" =~ ^[0-9]+$ ]] || die "--warmup-seconds must be a non-negative integer, got '$warmup'"
 [[ -n "$run_timeout" ]] || run_timeout=$((seconds + warmup + 120))
 [[ "$run_timeout" =~ ^[1-9][0-9]*$ ]] || die "--run-timeout-s must be a positive integer, got '$run_timeout'"
 IFS=',' read -r -a backend_list <<<"$backends"
 IFS=',' read -r -a workload_list <<<"$workloads"
+IFS=',' read -r -a process_list <<<"$processes"
 for b in "${backend_list[@]}"; do
   [[ "$b" == shm || "$b" == tcp || "$b" == verbs ]] || die "--backends: unknown backend '$b'"
 done
 for w in "${workload_list[@]}"; do
-  [[ "$w" == micro50 || "$w" == micro100 || "$w" == smallbank ]] || die "--workloads: unknown workload '$w'"
+  [[ "$w" =~ ^(micro50|micro100|smallbank|tatp|tpcc)$ ]] ||
+    die "--workloads: unknown workload '$w' (micro50, micro100, smallbank, tatp, tpcc)"
+done
+((${#workload_list[@]} > 0)) || die "--workloads is empty"
+((${#process_list[@]} > 0)) || die "--processes is empty"
+# Log lanes: TPC-C's Delivery logs up to ~50 KB, so with tpcc the tables are
+# loaded with 64 KiB lanes (pandora-bench refuses smaller ones for tpcc).
+# Without a registry compute id I owns the fixed slot of 64 lanes at
+# (I - 1) x 64 (common/lane_map.h): the daemons' 16 MiB log area holds
+# 16 MiB / lane_bytes / 64 processes, each of at most 63 coordinators.
+log_mb=16
+lane_bytes=16384
+[[ ",$workloads," != *,tpcc,* ]] || lane_bytes=65536
+max_processes=$((log_mb * 1048576 / lane_bytes / 64))
+((threads * coordinators <= 63)) ||
+  die "--threads x --coordinators must be at most 63 (one compute id's 64 log lanes, one kept for recovery)"
+for p in "${process_list[@]}"; do
+  [[ "$p" =~ ^[1-9][0-9]*$ ]] || die "--processes: '$p' is not a positive integer"
+  ((p <= max_processes)) ||
+    die "--processes $p: the daemons' ${log_mb} MiB log area holds the lanes of $max_processes" \
+      "compute processes (lanes of $lane_bytes bytes)"
 done
 
 build="$(cd -- "$build" 2>/dev/null && pwd -P)" || die "no build directory (--build)"
@@ -162,24 +205,41 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# Tables at a load factor <= 1/2: micro slots are 128 B, SmallBank's 64 B.
-region_mb=$(( (keys * 2 * 128 + accounts * 4 * 64) / 1048576 + 48 ))
+# The table area of the largest workload (one is loaded at a time;
+# pandora-bench names the exact figure if it is short): micro's table at a
+# load factor <= 1/2 of 128 B slots, SmallBank's two of 64 B; TATP 2,561 B
+# per subscriber and TPC-C 469 MB per warehouse as measured (tables sized
+# for 100,000 subscribers and for 1 warehouse with 100,000 items, 3,000
+# customers per district and room for 10,000 orders per district).
+table_bytes=0
+for w in "${workload_list[@]}"; do
+  case "$w" in
+    micro50|micro100) need=$((keys * 2 * 128)) ;;
+    smallbank) need=$((accounts * 4 * 64)) ;;
+    tatp) need=$((subscribers * 2600)) ;;
+    tpcc) need=$((warehouses * 480 * 1048576)) ;;
+  esac
+  ((need <= table_bytes)) || table_bytes=$need
+done
+region_mb=$(( (table_bytes + (log_mb + 32) * 1048576) / 1048576 + 1 ))
 echo "==> starting 2 memory daemons (regions of ${region_mb}M on /dev/shm)"
 bash "$root/deploy/local/cluster.sh" start --nodes 2 --dir "$state" --region-dir "$region_dir" \
-  --memd "$memd" --size "${region_mb}M" --log-size 2M --busy-poll-us "$busy_poll_us" >/dev/null
+  --memd "$memd" --size "${region_mb}M" --log-size "${log_mb}M" --busy-poll-us "$busy_poll_us" >/dev/null
 
+# The flags of every run; one process also gets --compute-id 1 (run.sh
+# assigns the ids of several).
 common=(--memory-nodes "$(cat "$state/endpoints")" --cluster-id "$(cat "$state/cluster_id")"
-        --secret-file "$state/secret" --compute-id 1 --threads "$threads" --coordinators "$coordinators"
+        --secret-file "$state/secret" --threads "$threads" --coordinators "$coordinators"
         --replicas "$replicas" --log-level error)
 [[ -z "$rdma_device" ]] || common+=(--rdma-device "$rdma_device")
 
-# run_bench LOG_NAME ARGS...: runs pandora-bench ($run_with, default this
-# build's) in the background (so the trap can stop it by pid) and fails the
-# script if it fails.
+# run_bench LOG_NAME COMMAND...: runs COMMAND (pandora-bench, or run.sh,
+# which stops its processes when terminated) in the background, so the trap
+# can stop it by pid, and fails the script if it fails.
 run_bench() {
   local name="$1"
   shift
-  "${run_with:-$bench}" "${common[@]}" "$@" >"$out/$name.log" 2>&1 &
+  "$@" >"$out/$name.log" 2>&1 &
   bench_pid=$!
   local rc=0 deadline=$((SECONDS + ${bench_timeout:-$run_timeout}))
   while kill -0 "$bench_pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.5; done
@@ -198,44 +258,80 @@ run_bench() {
   fi
 }
 
-echo "==> loading micro ($keys keys) and smallbank ($accounts accounts) once"
-bench_timeout=$((run_timeout + 600)) run_bench load --load --load-workloads micro,smallbank --keys "$keys" --accounts "$accounts" --seconds 0 \
-  --backend tcp
+# load WORKLOAD ARGS...: (re)creates the workload's tables and loads them
+# (over shm: the daemons are local), replacing whatever was loaded before.
+loads=0
+load() {
+  loads=$((loads + 1))
+  bench_timeout=$((run_timeout + 600)) run_bench "load$loads" "$bench" "${common[@]}" --compute-id 1 --load \
+    --replace "$@" --lane-bytes "$lane_bytes" --seconds 0 --no-check --backend shm
+}
 
 workload_args() {
   case "$1" in
     micro50) echo "--workload micro --keys $keys --write-ratio 0.5" ;;
     micro100) echo "--workload micro --keys $keys --write-ratio 1" ;;
     smallbank) echo "--workload smallbank --accounts $accounts" ;;
+    tatp) echo "--workload tatp --subscribers $subscribers" ;;
+    tpcc) echo "--workload tpcc --warehouses $warehouses --tpcc-customers-per-district $tpcc_customers_per_district" ;;
   esac
+}
+
+# measure NAME BENCH PROCESSES ARGS...: one measurement into $out/NAME.json,
+# by one pandora-bench or by deploy/bench/run.sh with PROCESSES of them
+# (their merged report; the per-process files stay in $out/NAME/).
+measure() {
+  local name="$1" with="$2" procs="$3"
+  shift 3
+  if ((procs == 1)); then
+    run_bench "$name" "$with" "${common[@]}" --compute-id 1 "$@" --report "$out/$name.json"
+  else
+    run_bench "$name" bash "$root/deploy/bench/run.sh" --processes "$procs" --first-compute-id 1 \
+      --bench "$with" --out "$out/$name" -- "${common[@]}" "$@"
+    cp -- "$out/$name/merged.json" "$out/$name.json"
+  fi
 }
 
 builds=1
 [[ -z "$versus" ]] || builds=2
-total=$(( ${#backend_list[@]} * ${#workload_list[@]} * rounds * 3 * builds ))
+total=$(( ${#backend_list[@]} * ${#workload_list[@]} * ${#process_list[@]} * rounds * 3 * builds ))
 n=0
-for backend in "${backend_list[@]}"; do
-  for wl in "${workload_list[@]}"; do
-    read -r -a wargs <<<"$(workload_args "$wl")"
-    for ((r = 1; r <= rounds; r++)); do
-      for protocol in pandora ford log-a-latch; do
-        # With --versus, the two builds alternate which runs first.
-        sides=(this)
-        [[ -z "$versus" ]] || { ((r % 2)) && sides=(this versus) || sides=(versus this); }
-        for side in "${sides[@]}"; do
-          n=$((n + 1))
-          name="${backend}__${wl}__r${r}__${protocol}"
-          run_with="$bench"
-          if [[ "$side" == versus ]]; then
-            name+="__versus"
-            run_with="$versus_bench"
-          fi
-          run_with="$run_with" run_bench "$name" "${wargs[@]}" --backend "$backend" --protocol "$protocol" \
-            --seconds "$seconds" --warmup-seconds "$warmup" --seed "$r" --report "$out/$name.json"
-          cps="$(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["commits_per_second"]))' \
-            "$out/$name.json")"
-          printf '[%3d/%d] %-4s %-10s round %d/%d %-12s %-6s %8s commits/s\n' "$n" "$total" "$backend" "$wl" \
-            "$r" "$rounds" "$protocol" "$side" "$cps"
+loaded=""
+for wl in "${workload_list[@]}"; do
+  read -r -a wargs <<<"$(workload_args "$wl")"
+  fresh=0
+  if [[ "${wargs[1]}" != "$loaded" ]]; then
+    echo "==> loading ${wargs[*]}"
+    load "${wargs[@]}"
+    loaded="${wargs[1]}"
+    fresh=1
+  fi
+  for backend in "${backend_list[@]}"; do
+    for procs in "${process_list[@]}"; do
+      for ((r = 1; r <= rounds; r++)); do
+        for protocol in pandora ford log-a-latch; do
+          # With --versus, the two builds alternate which runs first.
+          sides=(this)
+          [[ -z "$versus" ]] || { ((r % 2)) && sides=(this versus) || sides=(versus this); }
+          for side in "${sides[@]}"; do
+            n=$((n + 1))
+            name="${backend}__${wl}__p${procs}__r${r}__${protocol}"
+            with="$bench"
+            if [[ "$side" == versus ]]; then
+              name+="__versus"
+              with="$versus_bench"
+            fi
+            if [[ "$wl" == tpcc && $fresh -eq 0 ]]; then
+              load "${wargs[@]}"
+            fi
+            fresh=0
+            measure "$name" "$with" "$procs" "${wargs[@]}" --backend "$backend" --protocol "$protocol" \
+              --seconds "$seconds" --warmup-seconds "$warmup" --seed "$r"
+            cps="$(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["commits_per_second"]))' \
+              "$out/$name.json")"
+            printf '[%3d/%d] %-5s %-9s %d proc round %d/%d %-12s %-6s %8s commits/s\n' "$n" "$total" "$backend" \
+              "$wl" "$procs" "$r" "$rounds" "$protocol" "$side" "$cps"
+          done
         done
       done
     done
@@ -243,7 +339,7 @@ for backend in "${backend_list[@]}"; do
 done
 
 echo
-echo "==> pandora-bench: $threads thread(s) x $coordinators coordinators, $replicas replica(s), 2 memory daemons," \
-  "${seconds} s per run after ${warmup} s warm-up, $rounds rounds"
-python3 "$script_dir/compare_table.py" "$out"
+echo "==> pandora-bench: $threads thread(s) x $coordinators coordinators per process, $replicas replica(s)," \
+  "2 memory daemons, ${seconds} s per run after ${warmup} s warm-up, $rounds rounds"
+python3 "$script_dir/compare_table.py" --markdown "$out"
 [[ $keep_out -eq 0 ]] || echo "reports and logs: $out"
