@@ -125,6 +125,10 @@ Status ZkEnsemble::start() {
                                    std::to_string(options_.tick_ms), "--wait-s", std::to_string(options_.wait_s),
                                    "--exit-with-pid", std::to_string(getpid())};
   if (!options_.fsync) args.push_back("--no-fsync");
+  if (options_.sync_ms > 0) {
+    args.push_back("--sync-ms");
+    args.push_back(std::to_string(options_.sync_ms));
+  }
   Status s = run_script(args, options_.wait_s + 60, nullptr);
   start_duration_ = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
   if (!s) {

@@ -30,6 +30,9 @@ struct ZkEnsembleOptions {
   // shared 2-core machine an fsync stalled writes past 5 s (a test's
   // subject is Pandora's logic, not ZooKeeper's durability).
   bool fsync = false;
+  // How long the leader and a follower may go unheard before the follower
+  // is dropped (zookeeper.sh --sync-ms; its default 3000 when 0).
+  int sync_ms = 0;
 };
 
 class ZkEnsemble {

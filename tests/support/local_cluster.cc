@@ -136,6 +136,7 @@ Status LocalCluster::start() {
   ZkEnsembleOptions zo;
   zo.servers = options_.zk_servers;
   zo.tick_ms = options_.zk_tick_ms;
+  zo.sync_ms = options_.zk_sync_ms;
   zk_ = std::make_unique<ZkEnsemble>(dir_.path() + "/zk", zo);
   if (Status s = zk_->start(); !s) return Status(s.code(), "starting ZooKeeper: " + s.message());
 
