@@ -254,16 +254,6 @@ launch_server() {
   # (only the in-process MBean server, as with zkServer.sh's JMXLOCALONLY).
   # Short leader-election notification backoff so a quorum re-forms quickly
   # after a restarted server rejoins.
-  # forceSnapshotSync: a follower joining a leader gets a snapshot (SNAP),
-  # never the leader's committed log (DIFF). Debian's 3.8.0 has
-  # ZOOKEEPER-4685: a follower logs a DIFF's proposals asynchronously when
-  # NEWLEADER arrives, and its SyncThread may acknowledge them before the
-  # NEWLEADER ACK leaves; the leader then drops the follower after initLimit
-  # and a new election repeats the race (quorum lost for minutes after a
-  # restart, seen in the fail-over tests). After a SNAP the follower applies
-  # committed transactions in memory and has nothing to log at NEWLEADER
-  # (only proposals still uncommitted when it synced). A snapshot of this
-  # cluster's few znodes costs nothing.
   local niceness=0
   [[ ! -f "$dir/nice" ]] || niceness="$(cat "$dir/nice")"
   [[ "$niceness" =~ ^-?[0-9]+$ ]] || die "$dir/nice holds '$niceness', not a nice value"
@@ -278,7 +268,6 @@ launch_server() {
     -Dzookeeper.fastleader.minNotificationInterval=50 \
     -Dzookeeper.fastleader.maxNotificationInterval=1000 \
     -Dzookeeper.admin.enableServer=false \
-    -Dzookeeper.forceSnapshotSync=true \
     -cp "$ZK_CLASSPATH" "$ZK_MAIN" "$dir/zk$i.cfg" \
     >>"$dir/zk$i.log" 2>&1 </dev/null &
   pid=$!
