@@ -124,6 +124,10 @@ std::string quote_log(const std::string& text) {
 std::string local_temp_base() {
   std::error_code ec;
   if (fs::is_directory("/dev/shm", ec) && ::access("/dev/shm", W_OK) == 0) return "/dev/shm";
+  return disk_temp_base();
+}
+
+std::string disk_temp_base() {
   if (const char* t = std::getenv("TMPDIR"); t != nullptr && *t != '\0') return t;
   return "/tmp";
 }

@@ -52,8 +52,11 @@
 namespace pandora {
 
 // The directory temporary directories go in: /dev/shm when it is a writable
-// directory (regions then stay in memory), else $TMPDIR, else /tmp.
+// directory (regions then stay in memory), else disk_temp_base().
 std::string local_temp_base();
+// $TMPDIR when set, else /tmp: for files that should outlive the machine's
+// memory-backed directories (kept logs).
+std::string disk_temp_base();
 
 // A fresh private directory (mode 0700) `<local_temp_base()>/<prefix>-XXXXXX`,
 // removed with its content on destruction. Creation failure is not an

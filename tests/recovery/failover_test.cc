@@ -36,7 +36,6 @@
 #include <atomic>
 #include <chrono>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -215,9 +214,8 @@ class FailoverTest : public ::testing::Test {
   // (removed with the cluster) into a kept one, named on stderr. Logs only:
   // regions and ZooKeeper's data stay behind. A passing test keeps nothing.
   void keep_logs() {
-    // On disk ($TMPDIR or /tmp), not where the cluster lives (/dev/shm).
-    const char* tmp = std::getenv("TMPDIR");
-    std::string kept = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/pandora-failover-logs-XXXXXX";
+    // On disk, not where the cluster lives (/dev/shm).
+    std::string kept = disk_temp_base() + "/pandora-failover-logs-XXXXXX";
     if (::mkdtemp(kept.data()) == nullptr) {
       fprintf(stderr, "could not keep the logs: mkdtemp: %s\n", std::strerror(errno));
       return;

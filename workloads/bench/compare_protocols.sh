@@ -258,8 +258,9 @@ run_bench() {
   fi
 }
 
-# load WORKLOAD ARGS...: (re)creates the workload's tables and loads them
-# (over shm: the daemons are local), replacing whatever was loaded before.
+# load WORKLOAD_ARGS...: (re)creates the tables of the workload these
+# pandora-bench flags name and loads them (over shm: the daemons are local),
+# replacing whatever was loaded before.
 loads=0
 load() {
   loads=$((loads + 1))
