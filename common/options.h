@@ -54,6 +54,10 @@ class OptionSet {
   void add_choice(std::string name, std::string* target, std::vector<std::string> choices,
                   std::string help);
 
+  // A command line that sets flag `name` (a query that connects to nothing,
+  // such as pandora-bench --plan) needs none of the required options.
+  void waive_required_with(std::string name) { waiver_ = std::move(name); }
+
   enum class Outcome { kRun, kHelp, kError };
 
   // Parses argv (argv[0] is skipped). On kHelp the help text is in *message;
@@ -90,6 +94,7 @@ class OptionSet {
   std::string program_;
   std::string summary_;
   std::vector<Option> options_;
+  std::string waiver_;
 };
 
 }  // namespace pandora

@@ -220,6 +220,17 @@ TEST_F(Options, RequiredOptions) {
   expect_error({"--threads", "2"}, {"--secret-file"});
 }
 
+TEST_F(Options, AWaivingFlagMakesRequiredOptionsOptional) {
+  set_.waive_required_with("verbose");
+  // Only when given: without it the requirement stands. (A parse marks what
+  // it saw, so the cases run from least to most given.)
+  expect_error({"--threads", "2"}, {"missing required option", "--secret-file"});
+  // Other errors still count.
+  expect_error({"--verbose", "--threads", "99"}, {"--threads"});
+  EXPECT_EQ(run({"--verbose", "--threads", "2"}), OptionSet::Outcome::kRun) << message_;
+  EXPECT_EQ(c_.threads, 2u);
+}
+
 TEST_F(Options, HelpWinsAndListsEverything) {
   for (auto args : {std::initializer_list<const char*>{"--help"}, {"-h"}, {"--threads", "999", "--help"},
                     {"--bogus", "-h"}}) {
