@@ -96,6 +96,14 @@ LaneSlot ComputeConfig::effective_lane_slot() const {
   return lane_slot.empty() ? LaneMap::fixed_slot(compute_id) : lane_slot;
 }
 
+Status validate_lane_bytes(uint64_t lane_bytes) {
+  if (lane_bytes < kMinLaneBytes || lane_bytes > (64u << 20) || lane_bytes % kLaneAlign != 0) {
+    return Status(Errc::kInvalidArgument, fmt::format("--lane-bytes {} must be a multiple of {} in {}..{}",
+                                                      lane_bytes, kLaneAlign, kMinLaneBytes, 64u << 20));
+  }
+  return Status::ok();
+}
+
 Status ComputeConfig::validate() const {
   auto bad = [](std::string m) { return Status(Errc::kInvalidArgument, std::move(m)); };
   if (cluster_id == 0) return bad("--cluster-id must be set (non-zero; the memory daemons' cluster id)");
@@ -131,10 +139,7 @@ Status ComputeConfig::validate() const {
                            total_coordinators()));
   }
   if (shards == 0 || shards > (1u << 24)) return bad(fmt::format("--shards {} must be in 1..{}", shards, 1u << 24));
-  if (lane_bytes < kMinLaneBytes || lane_bytes > (64u << 20) || lane_bytes % kLaneAlign != 0) {
-    return bad(fmt::format("--lane-bytes {} must be a multiple of {} in {}..{}", lane_bytes, kLaneAlign,
-                           kMinLaneBytes, 64u << 20));
-  }
+  if (Status s = validate_lane_bytes(lane_bytes); !s) return s;
   if (op_timeout.count() <= 0) return bad("--op-timeout-ms must be positive");
   if (bugs.any() && !bug_switches_available()) {
     return bad(fmt::format("--bug {} needs a build with PANDORA_BUG_SWITCHES (a Debug build); this build refuses "

@@ -121,6 +121,10 @@ struct ComputeConfig {
   ConnectOptions connect_options() const;
 };
 
+// kInvalidArgument (naming --lane-bytes) unless `lane_bytes` is a size a log
+// lane may have.
+Status validate_lane_bytes(uint64_t lane_bytes);
+
 // The flag form of ComputeConfig: what OptionSet binds to.
 struct ComputeFlags {
   std::string memory_nodes;  // "HOST:PORT,HOST:PORT"

@@ -52,7 +52,8 @@ Options:
                          TPC-C customers per district, also the    [3000]
                          initial orders per district, the last 30%
                          undelivered (10..4095; the spec's 3000)
-  --region-size SIZE     each memory daemon's region               [1G]
+  --region-size SIZE     each memory daemon's region   [what pandora-bench --plan
+                         names for the largest workload]
   --pg-medium M          where PostgreSQL's cluster (and WAL) lives:
                          shm  /dev/shm, the medium Pandora's regions use here
                               (both survive a process crash, not a reboot;
@@ -90,7 +91,7 @@ subscribers=100000
 warehouses=1
 tpcc_items=100000
 tpcc_customers=3000
-region_size="1G"
+region_size=""
 pg_medium=shm
 pg_unsafe=()
 pg_only_if_unknown=0
@@ -140,7 +141,8 @@ done
   die "--pg-connections must be 1..1024, got '$pg_connections'"
 [[ "$backend" == shm || "$backend" == tcp ]] || die "--backend must be shm or tcp, got '$backend'"
 [[ "$pg_medium" == shm || "$pg_medium" == disk ]] || die "--pg-medium must be shm or disk, got '$pg_medium'"
-[[ "$region_size" =~ ^[1-9][0-9]*[KMGT]?$ ]] || die "--region-size must look like 512M or 1G, got '$region_size'"
+[[ -z "$region_size" || "$region_size" =~ ^[1-9][0-9]*[KMGT]?$ ]] ||
+  die "--region-size must look like 512M or 1G, got '$region_size'"
 [[ -n "$run_timeout" ]] || run_timeout=$((seconds + warmup + 120))
 [[ "$run_timeout" =~ ^[1-9][0-9]*$ ]] || die "--run-timeout-s must be a positive integer, got '$run_timeout'"
 IFS=',' read -r -a workload_list <<<"$workloads"
@@ -214,6 +216,27 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+workload_args() {
+  case "$1" in
+    smallbank) echo "--workload smallbank --accounts $accounts" ;;
+    tatp) echo "--workload tatp --subscribers $subscribers" ;;
+    tpcc) echo "--workload tpcc --warehouses $warehouses --tpcc-items $tpcc_items --tpcc-customers-per-district $tpcc_customers" ;;
+  esac
+}
+
+# Without --region-size: the largest region pandora-bench --plan names for a
+# workload (one is loaded at a time), rounded up to MiB.
+if [[ -z "$region_size" ]]; then
+  region_without_log=0
+  for w in "${workload_list[@]}"; do
+    # shellcheck disable=SC2046 # workload_args is a list of flags
+    plan="$("$bench" --plan $(workload_args "$w") 2>&1)" || die "pandora-bench --plan for $w failed: $plan"
+    need="$(sed -n 's/^plan: .* region_bytes_without_log=\([0-9]*\).*/\1/p' <<<"$plan")"
+    [[ -n "$need" ]] || die "pandora-bench --plan printed no plan line: $plan"
+    ((need <= region_without_log)) || region_without_log=$need
+  done
+  region_size="$(( (region_without_log + 1048575) / 1048576 + 16 ))M"
+fi
 echo "==> starting 2 Pandora memory daemons (regions of $region_size on /dev/shm)"
 bash "$root/deploy/local/cluster.sh" start --nodes 2 --dir "$state" --region-dir "$region_dir" \
   --memd "$memd" --size "$region_size" --log-size 16M >/dev/null
@@ -255,14 +278,6 @@ run() {
   fi
 }
 
-workload_args() {
-  case "$1" in
-    smallbank) echo "--workload smallbank --accounts $accounts" ;;
-    tatp) echo "--workload tatp --subscribers $subscribers" ;;
-    tpcc) echo "--workload tpcc --warehouses $warehouses --tpcc-items $tpcc_items --tpcc-customers-per-district $tpcc_customers" ;;
-  esac
-}
-
 # The size of workload $1, as the summary records it.
 workload_size() {
   case "$1" in
@@ -278,11 +293,8 @@ for wl in "${workload_list[@]}"; do
   read -r -a wargs <<<"$(workload_args "$wl")"
   echo "==> $wl: loading ($(workload_size "$wl"))"
   if [[ ${pandora_runs[$wl]} -eq 1 ]]; then
-    # TPC-C's Delivery logs up to ~50 KB: its tables are loaded with 64 KiB
-    # log lanes (pandora-bench refuses smaller ones for tpcc).
-    lane_args=()
-    [[ "$wl" != tpcc ]] || lane_args=(--lane-bytes 65536)
-    run "load__${wl}__pandora" $((run_timeout + 600)) "$bench" "${pandora_common[@]}" "${wargs[@]}" "${lane_args[@]}" \
+    # Lanes sized by pandora-bench for the workload's largest log record.
+    run "load__${wl}__pandora" $((run_timeout + 600)) "$bench" "${pandora_common[@]}" "${wargs[@]}" \
       --load --replace --seconds 0
   fi
   run "load__${wl}__postgres" $((run_timeout + 600)) "$pgbench" "${pg_common[@]}" "${wargs[@]}" --load --seconds 0 \

@@ -91,6 +91,13 @@ TEST_F(BenchCliErrors, BadFlagsExitTwoNamingTheFlag) {
   expect_usage_error({"--replace"}, "--replace");
   expect_usage_error({"--load", "--load-workloads", "micro,ycsb"}, "--load-workloads");
   expect_usage_error({"--timeline-ms", "0"}, "--timeline-ms");
+  // Lanes given too small for a loaded workload's largest log record.
+  expect_usage_error({"--load", "--workload", "tpcc", "--lane-bytes", "16K"},
+                     "--lane-bytes 16384 is too small for tpcc, whose largest log record needs lanes of 65536 bytes");
+  expect_usage_error({"--load", "--load-workloads", "micro,tpcc", "--lane-bytes", "32K"},
+                     "--lane-bytes 32768 is too small for tpcc");
+  expect_usage_error({"--plan-log-size", "4M"}, "--plan-log-size needs --plan");
+  expect_usage_error({"--plan", "--plan-log-size", "1049000"}, "--plan-log-size 1049000 must be a multiple of 4K");
 }
 
 TEST_F(BenchCliErrors, MissingRequiredAndUnreadableSecret) {
@@ -451,6 +458,116 @@ TEST(BenchEndToEnd, LoadRunAndCheckAgainstTwoDaemons) {
   for (const char* a : {"--load", "--load-workloads", "micro,smallbank", "--seconds", "0"}) args.push_back(a);
   EXPECT_EQ(bench(args, &out), 1) << out;
   EXPECT_NE(out.find("already carry tables"), std::string::npos) << out;
+}
+
+// Without --lane-bytes a --load sizes the lanes for the largest log record
+// of what it loads (TPC-C's Delivery needs 64 KiB, above the 16 KiB
+// default); later runs read the size from the table directory.
+TEST(BenchEndToEnd, LoadSizesLanesForTheLoadedWorkloads) {
+  MemdCluster d(1, "64M", "8M");  // 8 MiB: two fixed slots of 64 lanes of 64 KiB
+  ASSERT_TRUE(d.ok()) << d.error();
+  const std::vector<std::string> common = {
+      "--memory-nodes", d.endpoints(), "--cluster-id", std::to_string(d.memd(0).options().cluster_id),
+      "--secret-file", d.memd(0).secret_path(), "--compute-id", "1", "--workload", "tpcc", "--warehouses", "1",
+      "--tpcc-items", "100", "--tpcc-customers-per-district", "30", "--tpcc-max-orders-per-district", "1000",
+      "--coordinators", "2"};
+  std::vector<std::string> args = common;
+  for (const char* a : {"--load", "--seconds", "1", "--warmup-seconds", "0"}) args.push_back(a);
+  std::string out;
+  ASSERT_EQ(bench(args, &out), 0) << out;
+  EXPECT_NE(out.find("log lanes of 65536 bytes (tpcc's largest log record"), std::string::npos) << out;
+  EXPECT_NE(out.find("check passed"), std::string::npos) << out;
+
+  // A second process attaches: its lanes come from the directory.
+  args = common;
+  for (const char* a : {"--seconds", "1", "--warmup-seconds", "0"}) args.push_back(a);
+  args[std::find(args.begin(), args.end(), "--compute-id") - args.begin() + 1] = "2";
+  ASSERT_EQ(bench(args, &out), 0) << out;
+  EXPECT_EQ(out.find("log lanes of"), std::string::npos) << out;
+  EXPECT_NE(out.find("check passed"), std::string::npos) << out;
+
+  // The lanes hold the largest record of every workload loaded, not only
+  // of the one that runs.
+  args = {"--memory-nodes", d.endpoints(), "--cluster-id", std::to_string(d.memd(0).options().cluster_id),
+          "--secret-file", d.memd(0).secret_path(), "--compute-id", "1", "--workload", "smallbank", "--accounts",
+          "1000", "--load", "--load-workloads", "smallbank,tpcc", "--warehouses", "1", "--tpcc-items", "100",
+          "--tpcc-customers-per-district", "30", "--tpcc-max-orders-per-district", "1000", "--replace", "--seconds",
+          "0"};
+  ASSERT_EQ(bench(args, &out), 0) << out;
+  EXPECT_NE(out.find("log lanes of 65536 bytes (tpcc's largest log record"), std::string::npos) << out;
+  args = common;
+  for (const char* a : {"--seconds", "1", "--warmup-seconds", "0"}) args.push_back(a);
+  args[std::find(args.begin(), args.end(), "--compute-id") - args.begin() + 1] = "2";
+  ASSERT_EQ(bench(args, &out), 0) << out;
+  EXPECT_NE(out.find("check passed"), std::string::npos) << out;
+}
+
+// The number after `key=` on the "plan:" line of --plan's output; 0 if absent.
+uint64_t plan_value(const std::string& out, const std::string& key) {
+  const size_t line = out.find("plan: ");
+  if (line == std::string::npos) return 0;
+  const size_t at = out.find(" " + key + "=", line);
+  if (at == std::string::npos || out.find('\n', line) < at) return 0;
+  return std::strtoull(out.c_str() + at + key.size() + 2, nullptr, 10);
+}
+
+// --plan connects to nothing and needs no cluster options; the region size
+// it names is exact: a daemon of that --size takes the load, one 4 KiB
+// smaller refuses it.
+TEST(BenchPlan, NamesTheExactRegionSizeALoadNeeds) {
+  const std::vector<std::string> micro = {"--workload", "micro", "--keys", "20000", "--lane-bytes", "4K"};
+  std::vector<std::string> args = micro;
+  for (const char* a : {"--plan", "--plan-log-size", "2M"}) args.push_back(a);
+  std::string out;
+  ASSERT_EQ(bench(args, &out, 30), 0) << out;
+  const uint64_t without_log = plan_value(out, "region_bytes_without_log");
+  const uint64_t table_bytes = plan_value(out, "table_bytes");
+  ASSERT_GT(table_bytes, 20000u * 2 * 64) << out;  // load factor <= 1/2 of slots >= 64 B
+  ASSERT_GE(without_log, table_bytes + (64u << 10)) << out;
+  EXPECT_EQ(without_log % 4096, 0u) << out;
+  EXPECT_EQ(plan_value(out, "lane_bytes"), 4096u) << out;
+  EXPECT_NE(out.find(fmt::format("--size {}M --log-size 2M (at least {} bytes;", (without_log + (3u << 20) - 1) >> 20,
+                                  without_log + (2u << 20))),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("holds 512 lanes: 8 compute nodes"), std::string::npos) << out;
+
+  for (const uint64_t size : {without_log + (2u << 20), without_log + (2u << 20) - 4096}) {
+    MemdCluster d(1, std::to_string(size), "2M");
+    ASSERT_TRUE(d.ok()) << d.error();
+    args = micro;
+    for (const std::string& a : {std::string("--memory-nodes"), d.endpoints(), std::string("--cluster-id"),
+                                 std::to_string(d.memd(0).options().cluster_id), std::string("--secret-file"),
+                                 d.memd(0).secret_path(), std::string("--compute-id"), std::string("1"),
+                                 std::string("--load"), std::string("--seconds"), std::string("0")}) {
+      args.push_back(a);
+    }
+    const bool fits = size == without_log + (2u << 20);
+    EXPECT_EQ(bench(args, &out), fits ? 0 : 1) << size << ": " << out;
+    if (!fits) EXPECT_NE(out.find("tables need " + std::to_string(table_bytes) + " bytes"), std::string::npos) << out;
+  }
+}
+
+TEST(BenchPlan, LanesFollowTheLargestLogRecordUnlessGiven) {
+  std::string out;
+  const std::vector<std::string> tpcc = {"--plan", "--load-workloads", "smallbank,tpcc", "--warehouses", "1",
+                                         "--tpcc-items", "100", "--tpcc-customers-per-district", "30"};
+  ASSERT_EQ(bench(tpcc, &out, 30), 0) << out;
+  EXPECT_EQ(plan_value(out, "lane_bytes"), 65536u) << out;
+  EXPECT_NE(out.find("log lanes: 65536 bytes (tpcc's largest log record)"), std::string::npos) << out;
+  for (const char* table : {"savings", "checking", "tpcc-warehouse", "tpcc-district", "tpcc-customer",
+                            "tpcc-history", "tpcc-new-order", "tpcc-order", "tpcc-order-line", "tpcc-item",
+                            "tpcc-stock", "tpcc-customer-name", "tpcc-last-order", "tpcc-delivery-cursor"}) {
+    EXPECT_NE(out.find(std::string("  ") + table + " "), std::string::npos) << table << " in " << out;
+  }
+  std::vector<std::string> args = tpcc;
+  args.push_back("--lane-bytes");
+  args.push_back("16K");
+  EXPECT_EQ(bench(args, &out, 30), 2) << out;
+  EXPECT_NE(out.find("--lane-bytes 16384 is too small for tpcc"), std::string::npos) << out;
+  // Plain SmallBank keeps the default.
+  ASSERT_EQ(bench({"--plan", "--workload", "smallbank", "--accounts", "1000"}, &out, 30), 0) << out;
+  EXPECT_EQ(plan_value(out, "lane_bytes"), 16384u) << out;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <thread>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
@@ -21,6 +22,7 @@
 #include "compute/scheduler.h"
 #include "compute/trace/history.h"
 #include "recovery/membership.h"
+#include "workloads/bench/load_plan.h"
 #include "workloads/bench/registry.h"
 #include "workloads/bench/report.h"
 #include "workloads/bench/runner.h"
@@ -120,6 +122,25 @@ struct Leaver {
   }
 };
 
+// Whether log lanes of `lane_bytes` hold `workload`'s largest log record;
+// prints why not and the remedy (`lanes_were` says where the size came from).
+bool lanes_hold(const Workload& workload, uint32_t lane_bytes, const BenchConfig& cfg, std::string_view lanes_were) {
+  const uint32_t need = workload.min_log_lane_bytes();
+  if (lane_bytes >= need) return true;
+  // With --zookeeper the cluster record fixes the lane size for every load.
+  const std::string remedy =
+      cfg.compute.zookeeper.empty()
+          ? fmt::format("--load again with --lane-bytes {} (or without --lane-bytes) and a daemon --log-size "
+                        "that holds the lanes of every compute node",
+                        need)
+          : fmt::format("this cluster's lanes come from its ZooKeeper record: create the cluster with "
+                        "pandora-ctl init --lane-bytes {}",
+                        need);
+  fail(fmt::format("{} needs log lanes of at least {} bytes (its largest log record); {} {}: {}", workload.name(),
+                   need, lanes_were, lane_bytes, remedy));
+  return false;
+}
+
 // This process as a compute node: with --zookeeper its membership
 // (registered pid and lane slot, heartbeats to the detector, failed pids
 // learnt by watch), and its connections. Members go in reverse order:
@@ -184,13 +205,7 @@ std::unique_ptr<BlockingClient> open_check_client(const BenchConfig& cfg, Cluste
     fail(s.message());
     return nullptr;
   }
-  if (const uint32_t need = workload.min_log_lane_bytes(); cluster.directory().lane_bytes < need) {
-    fail(fmt::format("{} needs log lanes of at least {} bytes (its largest log record); the tables were loaded with "
-                     "{}: --load again with --lane-bytes {} (and a daemon --log-size that holds the lanes of every "
-                     "compute node)",
-                     workload.name(), need, cluster.directory().lane_bytes, need));
-    return nullptr;
-  }
+  if (!lanes_hold(workload, cluster.directory().lane_bytes, cfg, "the tables were loaded with")) return nullptr;
   // The check's own coordinator: an id no scheduler coordinator uses when
   // one is left; otherwise 0, which is idle whenever the check runs (the
   // check only reads, so it never writes that coordinator's log lane).
@@ -301,10 +316,39 @@ int run_merge(BenchConfig& cfg) {
   return check.passed ? 0 : 1;
 }
 
+// The workloads a --load (or --plan) covers, and their plan; nullopt after
+// printing why.
+std::optional<LoadPlan> plan_for(const BenchConfig& cfg, std::vector<std::unique_ptr<Workload>>* workloads) {
+  for (const std::string& name : cfg.load_workloads) {
+    Result<std::unique_ptr<Workload>> w = make_workload(name, cfg);
+    if (!w) {
+      fail(w.status().message());
+      return std::nullopt;
+    }
+    workloads->push_back(std::move(*w));
+  }
+  Result<LoadPlan> plan = plan_load(*workloads, cfg.compute.lane_bytes, cfg.lane_bytes_given);
+  if (!plan) {
+    fail(plan.status().message());
+    return std::nullopt;
+  }
+  return std::move(*plan);
+}
+
+// --plan: what a --load of the workloads needs, printed; connects to nothing.
+int run_plan(const BenchConfig& cfg) {
+  std::vector<std::unique_ptr<Workload>> workloads;
+  const std::optional<LoadPlan> plan = plan_for(cfg, &workloads);
+  if (!plan) return 2;
+  fmt::print("{}", format_load_plan(*plan, cfg.plan_log_size));
+  return 0;
+}
+
 }  // namespace
 
 int run_bench(const BenchConfig& cfg_in) {
   BenchConfig cfg = cfg_in;  // --zookeeper fills in the pid, lane slot and memory nodes
+  if (cfg.plan) return run_plan(cfg);
   if (!cfg.merge_paths.empty()) return run_merge(cfg);
   Result<std::unique_ptr<Workload>> made = make_workload(cfg.workload, cfg);
   if (!made) {
@@ -314,13 +358,12 @@ int run_bench(const BenchConfig& cfg_in) {
   const Workload& workload = **made;
   std::vector<std::unique_ptr<Workload>> to_load;
   if (cfg.load) {
-    for (const std::string& name : cfg.load_workloads) {
-      Result<std::unique_ptr<Workload>> w = make_workload(name, cfg);
-      if (!w) {
-        fail(w.status().message());
-        return 2;
-      }
-      to_load.push_back(std::move(*w));
+    const std::optional<LoadPlan> plan = plan_for(cfg, &to_load);
+    if (!plan) return 2;
+    if (!plan->lanes_sized_for.empty()) {
+      fmt::print("log lanes of {} bytes ({}'s largest log record; --lane-bytes chooses)\n", plan->lane_bytes,
+                 plan->lanes_sized_for);
+      cfg.compute.lane_bytes = plan->lane_bytes;
     }
   }
 
@@ -337,6 +380,9 @@ int run_bench(const BenchConfig& cfg_in) {
   summary.config = &cfg;
   summary.txn_types = workload.txn_types();
   if (cfg.load) {
+    for (const auto& w : to_load) {
+      if (!lanes_hold(*w, cfg.compute.lane_bytes, cfg, "this cluster's lanes are")) return 1;
+    }
     const Clock::time_point t0 = Clock::now();
     if (Status s = load_tables(cluster, to_load, cfg.replace, &summary.rows_loaded); !s) {
       fail(fmt::format("load failed: {}", s.to_string()));

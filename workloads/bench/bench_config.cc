@@ -106,6 +106,13 @@ BenchArgs parse_bench_args(int argc, const char* const* argv) {
                   "with --load: comma list of workloads whose tables to create together (default: --workload), "
                   "so one load serves several later runs");
   opts.add_flag("replace", &cfg.replace, "with --load: replace tables the memory nodes already carry");
+  opts.add_flag("plan", &cfg.plan,
+                "print what a --load of these workloads (--load-workloads, or --workload) with these flags needs "
+                "from each memory daemon - table bytes, log-lane size, pandora-memd --size - and exit; connects "
+                "to nothing and needs none of the cluster options");
+  opts.add_size("plan-log-size", &cfg.plan_log_size, "with --plan: the memory daemons' --log-size", 1u << 20,
+                uint64_t{1} << 40);
+  opts.waive_required_with("plan");
   opts.add_u64("seconds", &cfg.seconds, "measured run time in seconds (0: load and/or check only)", 0, 86400);
   opts.add_u64("warmup-seconds", &cfg.warmup_seconds, "run time before measuring starts", 0, 3600);
   opts.add_string("report", &cfg.report_path, "write a JSON report of the run to this file");
@@ -148,8 +155,13 @@ BenchArgs parse_bench_args(int argc, const char* const* argv) {
   if (std::string e = resolve_results_flags(opts, merge, &cfg); !e.empty()) return error(e);
 
   // Which workloads this invocation touches: flags of any other are mistakes.
-  if (!cfg.load && opts.was_set("load-workloads")) return error("--load-workloads needs --load");
+  if (!cfg.load && !cfg.plan && opts.was_set("load-workloads")) return error("--load-workloads needs --load or --plan");
   if (!cfg.load && cfg.replace) return error("--replace needs --load");
+  if (!cfg.plan && opts.was_set("plan-log-size")) return error("--plan-log-size needs --plan");
+  if (cfg.plan && cfg.plan_log_size % 4096 != 0) {
+    return error(fmt::format("--plan-log-size {} must be a multiple of 4K, as pandora-memd's --log-size",
+                             cfg.plan_log_size));
+  }
   cfg.load_workloads = split_list(load_workloads);
   for (const std::string& w : cfg.load_workloads) {
     if (!contains(bench_workload_names(), w)) {
@@ -162,7 +174,7 @@ BenchArgs parse_bench_args(int argc, const char* const* argv) {
                              fmt::join(bench_workload_names(), ", ")));
   }
   if (!contains(cfg.load_workloads, cfg.workload)) {
-    if (opts.was_set("load-workloads") && cfg.seconds > 0) {
+    if (opts.was_set("load-workloads") && cfg.seconds > 0 && !cfg.plan) {
       return error(fmt::format("--load-workloads {} does not include --workload {}, which is to run", load_workloads,
                                cfg.workload));
     }
@@ -199,13 +211,17 @@ BenchArgs parse_bench_args(int argc, const char* const* argv) {
   if (!tc) return error(tc.status().message());
   cfg.tpcc = *tc;
 
+  cfg.lane_bytes_given = opts.was_set("lane-bytes");
+  if (cfg.plan) {
+    // Only what the plan reads: the cluster options may be absent.
+    if (Status s = validate_lane_bytes(compute.lane_bytes); !s) return error(s.message());
+    cfg.compute.lane_bytes = static_cast<uint32_t>(compute.lane_bytes);
+    out.outcome = BenchArgs::Outcome::kRun;
+    return out;
+  }
   Result<ComputeConfig> cc = compute.resolve();
   if (!cc) return error(cc.status().message());
   cfg.compute = std::move(*cc);
-  if (cfg.load && contains(cfg.load_workloads, "tpcc") && cfg.compute.lane_bytes < TpccWorkload::kMinLaneBytes) {
-    return error(fmt::format("--load of tpcc needs --lane-bytes {} or more (a Delivery's log record), got {}",
-                             TpccWorkload::kMinLaneBytes, cfg.compute.lane_bytes));
-  }
   out.outcome = BenchArgs::Outcome::kRun;
   return out;
 }

@@ -26,6 +26,13 @@ struct BenchConfig {
   bool load = false;                        // create tables + load rows first
   std::vector<std::string> load_workloads;  // whose tables --load creates (always contains `workload`)
   bool replace = false;                     // --load over existing tables
+  // --lane-bytes was given. Otherwise a --load sizes the log lanes for the
+  // largest log record of the workloads it loads (at least the default).
+  bool lane_bytes_given = false;
+  // --plan: print what a --load of load_workloads needs from each memory
+  // daemon, for daemons with a log area of plan_log_size, and exit.
+  bool plan = false;
+  uint64_t plan_log_size = uint64_t{16} << 20;
   uint64_t seconds = 10;                    // measured run (0: no run)
   uint64_t warmup_seconds = 1;              // before the measured run, not reported
   uint64_t timeline_ms = 100;

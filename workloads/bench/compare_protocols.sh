@@ -143,22 +143,10 @@ for w in "${workload_list[@]}"; do
 done
 ((${#workload_list[@]} > 0)) || die "--workloads is empty"
 ((${#process_list[@]} > 0)) || die "--processes is empty"
-# Log lanes: TPC-C's Delivery logs up to ~50 KB, so with tpcc the tables are
-# loaded with 64 KiB lanes (pandora-bench refuses smaller ones for tpcc).
-# Without a registry compute id I owns the fixed slot of 64 lanes at
-# (I - 1) x 64 (common/lane_map.h): the daemons' 16 MiB log area holds
-# 16 MiB / lane_bytes / 64 processes, each of at most 63 coordinators.
-log_mb=16
-lane_bytes=16384
-[[ ",$workloads," != *,tpcc,* ]] || lane_bytes=65536
-max_processes=$((log_mb * 1048576 / lane_bytes / 64))
 ((threads * coordinators <= 63)) ||
   die "--threads x --coordinators must be at most 63 (one compute id's 64 log lanes, one kept for recovery)"
 for p in "${process_list[@]}"; do
   [[ "$p" =~ ^[1-9][0-9]*$ ]] || die "--processes: '$p' is not a positive integer"
-  ((p <= max_processes)) ||
-    die "--processes $p: the daemons' ${log_mb} MiB log area holds the lanes of $max_processes" \
-      "compute processes (lanes of $lane_bytes bytes)"
 done
 
 build="$(cd -- "$build" 2>/dev/null && pwd -P)" || die "no build directory (--build)"
@@ -205,23 +193,42 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# The table area of the largest workload (one is loaded at a time;
-# pandora-bench names the exact figure if it is short): micro's table at a
-# load factor <= 1/2 of 128 B slots, SmallBank's two of 64 B; TATP 2,561 B
-# per subscriber and TPC-C 469 MB per warehouse as measured (tables sized
-# for 100,000 subscribers and for 1 warehouse with 100,000 items, 3,000
-# customers per district and room for 10,000 orders per district).
-table_bytes=0
-for w in "${workload_list[@]}"; do
-  case "$w" in
-    micro50|micro100) need=$((keys * 2 * 128)) ;;
-    smallbank) need=$((accounts * 4 * 64)) ;;
-    tatp) need=$((subscribers * 2600)) ;;
-    tpcc) need=$((warehouses * 480 * 1048576)) ;;
+workload_args() {
+  case "$1" in
+    micro50) echo "--workload micro --keys $keys --write-ratio 0.5" ;;
+    micro100) echo "--workload micro --keys $keys --write-ratio 1" ;;
+    smallbank) echo "--workload smallbank --accounts $accounts" ;;
+    tatp) echo "--workload tatp --subscribers $subscribers" ;;
+    tpcc) echo "--workload tpcc --warehouses $warehouses --tpcc-customers-per-district $tpcc_customers_per_district" ;;
   esac
-  ((need <= table_bytes)) || table_bytes=$need
+}
+
+# Regions and lanes as pandora-bench --plan lays out each workload (one is
+# loaded at a time, with the lanes its largest log record needs: 64 KiB for
+# TPC-C's Delivery, 16 KiB otherwise). Without a registry compute id I owns
+# the fixed slot of 64 lanes at (I - 1) x 64 (common/lane_map.h): the
+# daemons' log area holds log / lane_bytes / 64 processes.
+log_mb=16
+region_without_log=0
+lane_bytes=0
+for w in "${workload_list[@]}"; do
+  # shellcheck disable=SC2046 # workload_args is a list of flags
+  plan="$("$bench" --plan --plan-log-size "${log_mb}M" $(workload_args "$w") 2>&1)" ||
+    die "pandora-bench --plan for $w failed: $plan"
+  plan_line="$(grep '^plan: ' <<<"$plan")" || die "pandora-bench --plan printed no plan line: $plan"
+  need="$(sed -n 's/.* region_bytes_without_log=\([0-9]*\).*/\1/p' <<<"$plan_line")"
+  lanes="$(sed -n 's/.* lane_bytes=\([0-9]*\).*/\1/p' <<<"$plan_line")"
+  [[ -n "$need" && -n "$lanes" ]] || die "cannot read pandora-bench --plan's line: $plan_line"
+  ((need <= region_without_log)) || region_without_log=$need
+  ((lanes <= lane_bytes)) || lane_bytes=$lanes
 done
-region_mb=$(( (table_bytes + (log_mb + 32) * 1048576) / 1048576 + 1 ))
+max_processes=$((log_mb * 1048576 / lane_bytes / 64))
+for p in "${process_list[@]}"; do
+  ((p <= max_processes)) ||
+    die "--processes $p: the daemons' ${log_mb} MiB log area holds the lanes of $max_processes" \
+      "compute processes (lanes of $lane_bytes bytes)"
+done
+region_mb=$(( (region_without_log + 1048575) / 1048576 + log_mb ))
 echo "==> starting 2 memory daemons (regions of ${region_mb}M on /dev/shm)"
 bash "$root/deploy/local/cluster.sh" start --nodes 2 --dir "$state" --region-dir "$region_dir" \
   --memd "$memd" --size "${region_mb}M" --log-size "${log_mb}M" --busy-poll-us "$busy_poll_us" >/dev/null
@@ -265,18 +272,9 @@ loads=0
 load() {
   loads=$((loads + 1))
   bench_timeout=$((run_timeout + 600)) run_bench "load$loads" "$bench" "${common[@]}" --compute-id 1 --load \
-    --replace "$@" --lane-bytes "$lane_bytes" --seconds 0 --no-check --backend shm
+    --replace "$@" --seconds 0 --no-check --backend shm
 }
 
-workload_args() {
-  case "$1" in
-    micro50) echo "--workload micro --keys $keys --write-ratio 0.5" ;;
-    micro100) echo "--workload micro --keys $keys --write-ratio 1" ;;
-    smallbank) echo "--workload smallbank --accounts $accounts" ;;
-    tatp) echo "--workload tatp --subscribers $subscribers" ;;
-    tpcc) echo "--workload tpcc --warehouses $warehouses --tpcc-customers-per-district $tpcc_customers_per_district" ;;
-  esac
-}
 
 # measure NAME BENCH PROCESSES ARGS...: one measurement into $out/NAME.json,
 # by one pandora-bench or by deploy/bench/run.sh with PROCESSES of them
