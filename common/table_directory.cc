@@ -101,12 +101,13 @@ std::string encode_table_directory(const TableDirectory& d) {
   return out;
 }
 
+std::string table_name(const TableEntry& e) { return std::string(e.name, strnlen(e.name, kTableNameBytes)); }
+
 std::vector<TableSpec> table_specs(const TableDirectory& d) {
   std::vector<TableSpec> out;
   out.reserve(d.tables.size());
   for (const TableEntry& e : d.tables) {
-    out.push_back(TableSpec{e.table_id, std::string(e.name, strnlen(e.name, kTableNameBytes)), e.value_size,
-                            e.expected_rows});
+    out.push_back(TableSpec{e.table_id, table_name(e), e.value_size, e.expected_rows});
   }
   return out;
 }

@@ -65,6 +65,9 @@ static_assert(sizeof(TableDirectoryHeader) + 256 * sizeof(TableEntry) <= kTableD
 
 inline constexpr uint32_t kMaxTables = 256;
 
+// The entry's name without its NUL padding.
+std::string table_name(const TableEntry& e);
+
 struct TableDirectory {
   uint64_t cluster_id = 0;
   uint32_t shards = 0;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstring>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -47,7 +46,7 @@ Result<TableAudit> audit_table(Cluster& cluster, uint32_t table_id, const RowFn&
   TableAudit audit;
   const TableEntry* t = cluster.directory().find(table_id);
   if (!t) return Status(Errc::kInvalidArgument, fmt::format("table {} is not in the table directory", table_id));
-  const std::string tname(t->name, strnlen(t->name, kTableNameBytes));
+  const std::string tname = table_name(*t);
   const uint64_t bb = bucket_bytes(*t);
   const uint64_t per_chunk = std::max<uint64_t>(1, kChunkBytes / bb);
   const size_t nodes = cluster.node_count();

@@ -320,7 +320,7 @@ class Ctl {
     if (Status s = (*cl)->load_directory(); !s) return fail(s);
     uint64_t problems = 0;
     for (const TableEntry& t : (*cl)->directory().tables) {
-      const std::string name(t.name, strnlen(t.name, kTableNameBytes));
+      const std::string name = table_name(t);
       auto a = audit_table(**cl, t.table_id);
       if (!a) return fail(a.status());
       fmt::print("table {} (id {}): {} rows, {} stray latch(es) of recovered pids, {}\n", name, t.table_id, a->rows,

@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <cstring>
-
 #include "common/lane_map.h"
 #include "common/region_layout.h"
 
@@ -59,7 +57,7 @@ std::string format_load_plan(const LoadPlan& plan, uint64_t log_size) {
   for (const TableEntry& t : plan.directory.tables) {
     const uint64_t bytes = t.bucket_count * plan.directory.bucket_bytes(t);
     out += fmt::format("  {:<22} {:>12} rows  {:>5} B slots  {:>14} bytes\n",
-                       std::string(t.name, strnlen(t.name, kTableNameBytes)), t.expected_rows, t.slot_bytes, bytes);
+                       table_name(t), t.expected_rows, t.slot_bytes, bytes);
   }
   const uint64_t table_bytes = plan.tables_end - kDataOffset;
   out += fmt::format("  table area (directory included): {} bytes\n", table_bytes);
