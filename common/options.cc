@@ -507,8 +507,7 @@ OptionSet::Outcome OptionSet::parse(int argc, const char* const* argv, std::stri
   std::string missing;
   const bool waived = !waiver_.empty() && was_set(waiver_);
   for (const Option& o : options_) {
-    if (waived) break;
-    if (o.required && !o.set) missing += fmt::format("{}--{} ({})", missing.empty() ? "" : ", ", o.name, o.help);
+    if (!waived && o.required && !o.set) missing += fmt::format("{}--{} ({})", missing.empty() ? "" : ", ", o.name, o.help);
   }
   if (!missing.empty()) {
     *message = fmt::format("missing required option{}: {}", missing.find(", --") == std::string::npos ? "" : "s",

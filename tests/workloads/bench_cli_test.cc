@@ -466,40 +466,49 @@ TEST(BenchEndToEnd, LoadRunAndCheckAgainstTwoDaemons) {
 TEST(BenchEndToEnd, LoadSizesLanesForTheLoadedWorkloads) {
   MemdCluster d(1, "64M", "8M");  // 8 MiB: two fixed slots of 64 lanes of 64 KiB
   ASSERT_TRUE(d.ok()) << d.error();
-  const std::vector<std::string> common = {
-      "--memory-nodes", d.endpoints(), "--cluster-id", std::to_string(d.memd(0).options().cluster_id),
-      "--secret-file", d.memd(0).secret_path(), "--compute-id", "1", "--workload", "tpcc", "--warehouses", "1",
-      "--tpcc-items", "100", "--tpcc-customers-per-district", "30", "--tpcc-max-orders-per-district", "1000",
-      "--coordinators", "2"};
-  std::vector<std::string> args = common;
-  for (const char* a : {"--load", "--seconds", "1", "--warmup-seconds", "0"}) args.push_back(a);
+  const std::vector<std::string> cluster = {"--memory-nodes", d.endpoints(), "--cluster-id",
+                                            std::to_string(d.memd(0).options().cluster_id), "--secret-file",
+                                            d.memd(0).secret_path(), "--compute-id", "1"};
+  const std::vector<std::string> tpcc_size = {"--warehouses", "1", "--tpcc-items", "100",
+                                              "--tpcc-customers-per-district", "30",
+                                              "--tpcc-max-orders-per-district", "1000"};
+  // `cluster` + `tpcc_size` + `extra`.
+  auto with = [&](std::initializer_list<const char*> extra) {
+    std::vector<std::string> args = cluster;
+    args.insert(args.end(), tpcc_size.begin(), tpcc_size.end());
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
   std::string out;
-  ASSERT_EQ(bench(args, &out), 0) << out;
+  // A second process attaches and runs TPC-C: its lanes come from the
+  // directory.
+  auto attach_and_run = [&] {
+    std::vector<std::string> args = with({"--workload", "tpcc", "--coordinators", "2", "--seconds", "1",
+                                          "--warmup-seconds", "0"});
+    args[std::find(args.begin(), args.end(), "--compute-id") - args.begin() + 1] = "2";
+    ASSERT_EQ(bench(args, &out), 0) << out;
+    EXPECT_EQ(out.find("log lanes of"), std::string::npos) << out;
+    EXPECT_NE(out.find("check passed"), std::string::npos) << out;
+  };
+
+  ASSERT_EQ(bench(with({"--workload", "tpcc", "--coordinators", "2", "--load", "--seconds", "1", "--warmup-seconds",
+                        "0"}),
+                  &out),
+            0)
+      << out;
   EXPECT_NE(out.find("log lanes of 65536 bytes (tpcc's largest log record"), std::string::npos) << out;
   EXPECT_NE(out.find("check passed"), std::string::npos) << out;
-
-  // A second process attaches: its lanes come from the directory.
-  args = common;
-  for (const char* a : {"--seconds", "1", "--warmup-seconds", "0"}) args.push_back(a);
-  args[std::find(args.begin(), args.end(), "--compute-id") - args.begin() + 1] = "2";
-  ASSERT_EQ(bench(args, &out), 0) << out;
-  EXPECT_EQ(out.find("log lanes of"), std::string::npos) << out;
-  EXPECT_NE(out.find("check passed"), std::string::npos) << out;
+  ASSERT_NO_FATAL_FAILURE(attach_and_run());
 
   // The lanes hold the largest record of every workload loaded, not only
   // of the one that runs.
-  args = {"--memory-nodes", d.endpoints(), "--cluster-id", std::to_string(d.memd(0).options().cluster_id),
-          "--secret-file", d.memd(0).secret_path(), "--compute-id", "1", "--workload", "smallbank", "--accounts",
-          "1000", "--load", "--load-workloads", "smallbank,tpcc", "--warehouses", "1", "--tpcc-items", "100",
-          "--tpcc-customers-per-district", "30", "--tpcc-max-orders-per-district", "1000", "--replace", "--seconds",
-          "0"};
-  ASSERT_EQ(bench(args, &out), 0) << out;
+  ASSERT_EQ(bench(with({"--workload", "smallbank", "--accounts", "1000", "--load", "--load-workloads",
+                        "smallbank,tpcc", "--replace", "--seconds", "0"}),
+                  &out),
+            0)
+      << out;
   EXPECT_NE(out.find("log lanes of 65536 bytes (tpcc's largest log record"), std::string::npos) << out;
-  args = common;
-  for (const char* a : {"--seconds", "1", "--warmup-seconds", "0"}) args.push_back(a);
-  args[std::find(args.begin(), args.end(), "--compute-id") - args.begin() + 1] = "2";
-  ASSERT_EQ(bench(args, &out), 0) << out;
-  EXPECT_NE(out.find("check passed"), std::string::npos) << out;
+  ASSERT_NO_FATAL_FAILURE(attach_and_run());
 }
 
 // The number after `key=` on the "plan:" line of --plan's output; 0 if absent.
