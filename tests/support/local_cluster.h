@@ -54,7 +54,9 @@ struct LocalClusterOptions {
   // script's 3 s: in the fail-over tests a follower that had just synced
   // went silent for 7 s while two JVMs restarted beside three ASan benches
   // on two cores, the leader dropped it, lost its quorum, and elections
-  // followed one another for minutes. The tests kill servers with SIGKILL,
+  // followed one another for minutes (starved by the scheduler: the
+  // servers then ran in autogroups of their own; see zookeeper.sh). The
+  // tests kill servers with SIGKILL,
   // which their peers see at once (EOF), so a long limit delays nothing.
   int zk_sync_ms = 15000;
   size_t memory_nodes = 2;

@@ -87,7 +87,7 @@ def print_versus(runs, versus, groups):
                          for k in keys if versus[k]["commits_per_second"] > 0]
             this = med([runs[k]["commits_per_second"] for k in keys])
             other = med([versus[k]["commits_per_second"] for k in keys])
-            ratio = f"{med(per_round):.3f} [{min(per_round):.2f}..{max(per_round):.2f}]" if per_round else ""
+            ratio = spread(per_round)
             print(f"{backend:<7} {workload:<10} {procs:>5} {protocol:<12} {len(keys):>6} {this:>11.0f} "
                   f"{other:>11.0f} {ratio:>22}")
     print()
@@ -95,6 +95,11 @@ def print_versus(runs, versus, groups):
 
 def med(values):
     return statistics.median(values) if values else float("nan")
+
+
+def spread(ratios, digits=3):
+    """"median [min..max]" of per-round ratios ("" for none)."""
+    return f"{med(ratios):.{digits}f} [{min(ratios):.2f}..{max(ratios):.2f}]" if ratios else ""
 
 
 def per_round_ratios(runs, group, protocol):
@@ -119,8 +124,7 @@ def print_markdown(runs, groups):
             rounds = max(rounds, len(reps))
             cells.append(f"{med([x['commits_per_second'] for x in reps]):,.0f}" if reps else "")
         for protocol in PROTOCOLS[1:]:
-            ratios = per_round_ratios(runs, group, protocol)
-            cells.append(f"{med(ratios):.2f} [{min(ratios):.2f}..{max(ratios):.2f}]" if ratios else "")
+            cells.append(spread(per_round_ratios(runs, group, protocol), digits=2))
         print(f"| {group[0]} | {group[1]} | {group[2]} | {rounds} | " + " | ".join(cells) + " |")
 
 
@@ -161,12 +165,7 @@ def main():
             conflict = med([(x["aborts"]["latched"] + x["aborts"]["validation-failed"]) / max(1, x["attempts"])
                             for x in reps]) * 100
             ops = {k: med([x["ops_per_commit"][k] for x in reps]) for k in ("reads", "writes", "cas", "faa")}
-            ratio = ""
-            if protocol != "pandora":
-                per_round = per_round_ratios(runs, g, protocol)
-                if per_round:
-                    ratio = (f"{med(per_round):.3f} "
-                             f"[{min(per_round):.2f}..{max(per_round):.2f}]")
+            ratio = spread(per_round_ratios(runs, g, protocol)) if protocol != "pandora" else ""
             print(f"{backend:<7} {workload:<10} {procs:>5} {protocol:<12} {len(reps):>6} {cps:>11.0f} {p50:>8.1f} "
                   f"{p99:>8.1f} {aborts:>6.2f}% {conflict:>7.2f}% {ops['reads']:>6.2f} {ops['writes']:>6.2f} {ops['cas']:>5.2f} "
                   f"{ops['faa']:>5.2f} {ratio:>22}")
