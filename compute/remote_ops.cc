@@ -16,17 +16,17 @@ RemoteOps::OpId RemoteOps::read(size_t node, uint64_t remote, void* local, uint3
   return id;
 }
 
-RemoteOps::OpId RemoteOps::write(size_t node, uint64_t remote, const void* local, uint32_t len) {
+RemoteOps::OpId RemoteOps::write(size_t node, uint64_t remote, const void* local, uint32_t len, Durability d) {
   const OpId id = add(node);
   ++counters_.writes;
-  conns_[node]->post_write(remote, local, len, wr_id(id));
+  conns_[node]->post_write(remote, local, len, wr_id(id), d);
   return id;
 }
 
-RemoteOps::OpId RemoteOps::cas(size_t node, uint64_t remote, uint64_t expected, uint64_t desired) {
+RemoteOps::OpId RemoteOps::cas(size_t node, uint64_t remote, uint64_t expected, uint64_t desired, Durability d) {
   const OpId id = add(node);
   ++counters_.cas;
-  conns_[node]->post_cas(remote, expected, desired, wr_id(id));
+  conns_[node]->post_cas(remote, expected, desired, wr_id(id), d);
   return id;
 }
 

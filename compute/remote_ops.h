@@ -52,8 +52,11 @@ class RemoteOps {
   size_t node_count() const { return conns_.size(); }
 
   OpId read(size_t node, uint64_t remote, void* local, uint32_t len);
-  OpId write(size_t node, uint64_t remote, const void* local, uint32_t len);
-  OpId cas(size_t node, uint64_t remote, uint64_t expected, uint64_t desired);
+  // `d`: see Durability in transport.h (latch words go kVisible).
+  OpId write(size_t node, uint64_t remote, const void* local, uint32_t len,
+             Durability d = Durability::kPersistent);
+  OpId cas(size_t node, uint64_t remote, uint64_t expected, uint64_t desired,
+           Durability d = Durability::kPersistent);
   OpId faa(size_t node, uint64_t remote, uint64_t add);
 
   // Rings the doorbell of every touched connection without waiting.

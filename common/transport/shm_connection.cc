@@ -127,25 +127,26 @@ ShmConnection::ShmConnection(net::UniqueFd control_fd, const wire::RegionInfo& r
 ShmConnection::~ShmConnection() { ::munmap(base_, mapped_len_); }
 
 void ShmConnection::post_read(uint64_t remote, void* local, uint32_t len, uint64_t wr_id) {
-  post({OpType::kRead, len, remote, local, 0, 0, wr_id});
+  post({OpType::kRead, len, remote, local, 0, 0, wr_id, Durability::kVisible});
 }
 
-void ShmConnection::post_write(uint64_t remote, const void* local, uint32_t len, uint64_t wr_id) {
+void ShmConnection::post_write(uint64_t remote, const void* local, uint32_t len, uint64_t wr_id, Durability d) {
   // The pointer is only read from; constness is restored in execute().
-  post({OpType::kWrite, len, remote, const_cast<void*>(local), 0, 0, wr_id});
+  post({OpType::kWrite, len, remote, const_cast<void*>(local), 0, 0, wr_id, d});
 }
 
-void ShmConnection::post_cas(uint64_t remote, uint64_t expected, uint64_t desired, uint64_t wr_id) {
-  post({OpType::kCas, 8, remote, nullptr, expected, desired, wr_id});
+void ShmConnection::post_cas(uint64_t remote, uint64_t expected, uint64_t desired, uint64_t wr_id, Durability d) {
+  post({OpType::kCas, 8, remote, nullptr, expected, desired, wr_id, d});
 }
 
-void ShmConnection::post_faa(uint64_t remote, uint64_t add, uint64_t wr_id) {
-  post({OpType::kFaa, 8, remote, nullptr, add, 0, wr_id});
+void ShmConnection::post_faa(uint64_t remote, uint64_t add, uint64_t wr_id, Durability d) {
+  post({OpType::kFaa, 8, remote, nullptr, add, 0, wr_id, d});
 }
 
 bool ShmConnection::fenced() const { return (__atomic_load_n(fence_word_, __ATOMIC_ACQUIRE) & fence_mask_) != 0; }
 
 void ShmConnection::persist(const void* addr, size_t len) {
+  ++persists_;
   if (is_pmem_) {
     pmem_persist(addr, len);
   } else if (pmem_msync(addr, len) != 0) {
@@ -182,19 +183,19 @@ Completion ShmConnection::execute(const PostedOp& op) {
       break;
     case OpType::kWrite:
       copy_to_region(at, op.local, op.len);
-      persist(at, op.len);
+      if (op.durability == Durability::kPersistent) persist(at, op.len);
       break;
     case OpType::kCas: {
       uint64_t observed = op.a;
       __atomic_compare_exchange_n(reinterpret_cast<uint64_t*>(at), &observed, op.b, false, __ATOMIC_SEQ_CST,
                                   __ATOMIC_SEQ_CST);
       c.value = observed;
-      if (observed == op.a) persist(at, 8);
+      if (observed == op.a && op.durability == Durability::kPersistent) persist(at, 8);
       break;
     }
     case OpType::kFaa:
       c.value = __atomic_fetch_add(reinterpret_cast<uint64_t*>(at), op.a, __ATOMIC_SEQ_CST);
-      persist(at, 8);
+      if (op.durability == Durability::kPersistent) persist(at, 8);
       break;
   }
   // persist() breaks the connection when msync fails; this op failed too.

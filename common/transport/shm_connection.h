@@ -70,9 +70,11 @@ class ShmConnection final : public Connection {
   ~ShmConnection() override;
 
   void post_read(uint64_t remote, void* local, uint32_t len, uint64_t wr_id) override;
-  void post_write(uint64_t remote, const void* local, uint32_t len, uint64_t wr_id) override;
-  void post_cas(uint64_t remote, uint64_t expected, uint64_t desired, uint64_t wr_id) override;
-  void post_faa(uint64_t remote, uint64_t add, uint64_t wr_id) override;
+  void post_write(uint64_t remote, const void* local, uint32_t len, uint64_t wr_id,
+                  Durability d = Durability::kPersistent) override;
+  void post_cas(uint64_t remote, uint64_t expected, uint64_t desired, uint64_t wr_id,
+                Durability d = Durability::kPersistent) override;
+  void post_faa(uint64_t remote, uint64_t add, uint64_t wr_id, Durability d = Durability::kPersistent) override;
   void flush() override;
   size_t poll(std::span<Completion> out) override;
   size_t wait(std::span<Completion> out, std::chrono::milliseconds timeout) override;
@@ -81,6 +83,10 @@ class ShmConnection final : public Connection {
   uint64_t data_begin() const override { return lo_; }
   uint64_t data_end() const override { return hi_; }
   std::string_view backend() const override { return "shm"; }
+
+  // Stores this connection has flushed to persistence (one per kPersistent
+  // WRITE, successful CAS and FAA; kVisible ones are not flushed).
+  uint64_t persists() const { return persists_; }
 
  private:
   struct PostedOp {
@@ -91,6 +97,7 @@ class ShmConnection final : public Connection {
     uint64_t a = 0;         // CAS expected, FAA addend
     uint64_t b = 0;         // CAS desired
     uint64_t wr_id = 0;
+    Durability durability = Durability::kPersistent;  // WRITE/CAS/FAA: flush the stored line(s)?
   };
 
   ShmConnection(net::UniqueFd control_fd, const wire::RegionInfo& region, uint8_t* base, size_t mapped_len,
@@ -111,6 +118,7 @@ class ShmConnection final : public Connection {
   const uint64_t* fence_word_;
   uint64_t fence_mask_;
   Errc health_ = Errc::kOk;
+  uint64_t persists_ = 0;
   std::chrono::steady_clock::time_point next_session_check_{};
   transport_detail::RingQueue<PostedOp> posted_;
   transport_detail::RingQueue<Completion> done_;

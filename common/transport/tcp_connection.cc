@@ -70,15 +70,17 @@ void TcpConnection::post_read(uint64_t remote, void* local, uint32_t len, uint64
   post(OpType::kRead, remote, len, nullptr, static_cast<uint8_t*>(local), 0, 0, wr_id);
 }
 
-void TcpConnection::post_write(uint64_t remote, const void* local, uint32_t len, uint64_t wr_id) {
+void TcpConnection::post_write(uint64_t remote, const void* local, uint32_t len, uint64_t wr_id, Durability) {
+  // The daemon persists every WRITE and atomic before answering (the frame
+  // carries no durability): kVisible costs the same as kPersistent here.
   post(OpType::kWrite, remote, len, local, nullptr, 0, 0, wr_id);
 }
 
-void TcpConnection::post_cas(uint64_t remote, uint64_t expected, uint64_t desired, uint64_t wr_id) {
+void TcpConnection::post_cas(uint64_t remote, uint64_t expected, uint64_t desired, uint64_t wr_id, Durability) {
   post(OpType::kCas, remote, 8, nullptr, nullptr, expected, desired, wr_id);
 }
 
-void TcpConnection::post_faa(uint64_t remote, uint64_t add, uint64_t wr_id) {
+void TcpConnection::post_faa(uint64_t remote, uint64_t add, uint64_t wr_id, Durability) {
   post(OpType::kFaa, remote, 8, nullptr, nullptr, add, 0, wr_id);
 }
 

@@ -60,9 +60,11 @@ class TcpConnection final : public Connection {
   ~TcpConnection() override = default;
 
   void post_read(uint64_t remote, void* local, uint32_t len, uint64_t wr_id) override;
-  void post_write(uint64_t remote, const void* local, uint32_t len, uint64_t wr_id) override;
-  void post_cas(uint64_t remote, uint64_t expected, uint64_t desired, uint64_t wr_id) override;
-  void post_faa(uint64_t remote, uint64_t add, uint64_t wr_id) override;
+  void post_write(uint64_t remote, const void* local, uint32_t len, uint64_t wr_id,
+                  Durability d = Durability::kPersistent) override;
+  void post_cas(uint64_t remote, uint64_t expected, uint64_t desired, uint64_t wr_id,
+                Durability d = Durability::kPersistent) override;
+  void post_faa(uint64_t remote, uint64_t add, uint64_t wr_id, Durability d = Durability::kPersistent) override;
   void flush() override;
   size_t poll(std::span<Completion> out) override;
   size_t wait(std::span<Completion> out, std::chrono::milliseconds timeout) override;

@@ -21,8 +21,14 @@
 //    later operation completes with kDisconnected (or kTimeout for those
 //    whose deadline passed first); a broken connection never recovers: open
 //    a new one.
-//  * A WRITE, CAS or FAA that completes successfully is persistent in the
-//    memory node's region.
+//  * Durability is chosen per operation (Durability below). A WRITE, CAS or
+//    FAA posted kPersistent (the default) that completes successfully is
+//    persistent in the memory node's region: it survives the memory node
+//    losing power. One posted kVisible completes once the memory node has
+//    executed it (later operations of every compute node see it) and
+//    promises nothing about power loss: the word may come back with its
+//    earlier value. A backend may make every operation persistent (tcp
+//    does); kVisible only allows it to skip work.
 #pragma once
 
 #include <chrono>
@@ -36,6 +42,16 @@
 namespace pandora {
 
 enum class OpType : uint8_t { kRead = 1, kWrite = 2, kCas = 3, kFaa = 4 };
+
+// What the completion of a WRITE, CAS or FAA promises (see above). The
+// engine posts latch acquisitions and releases kVisible: a latch matters
+// to the compute nodes that are running, and recovery from a compute
+// node's crash needs it visible, not durable; after a memory node lost
+// power every latch word is stale anyway (its owners are gone). Data, log
+// records and commit versions stay kPersistent. On verbs kVisible saves
+// the READ that makes writes durable (a round trip at depth 1); on shm,
+// the cache-line flush.
+enum class Durability : uint8_t { kPersistent = 0, kVisible = 1 };
 
 std::string_view op_name(OpType op);
 
@@ -58,12 +74,16 @@ class Connection {
   // Reads `len` bytes at region offset `remote` into `local`.
   virtual void post_read(uint64_t remote, void* local, uint32_t len, uint64_t wr_id) = 0;
   // Writes `len` bytes from `local` to region offset `remote`.
-  virtual void post_write(uint64_t remote, const void* local, uint32_t len, uint64_t wr_id) = 0;
+  // Overrides repeat the defaults of `d`, so a call through a backend's own
+  // type means the same as one through Connection.
+  virtual void post_write(uint64_t remote, const void* local, uint32_t len, uint64_t wr_id,
+                          Durability d = Durability::kPersistent) = 0;
   // Atomically: if word == expected then word = desired. Completion.value is
   // the word before.
-  virtual void post_cas(uint64_t remote, uint64_t expected, uint64_t desired, uint64_t wr_id) = 0;
+  virtual void post_cas(uint64_t remote, uint64_t expected, uint64_t desired, uint64_t wr_id,
+                        Durability d = Durability::kPersistent) = 0;
   // Atomically: word += add. Completion.value is the word before.
-  virtual void post_faa(uint64_t remote, uint64_t add, uint64_t wr_id) = 0;
+  virtual void post_faa(uint64_t remote, uint64_t add, uint64_t wr_id, Durability d = Durability::kPersistent) = 0;
 
   // Doorbell: hands every queued operation to the transport.
   virtual void flush() = 0;

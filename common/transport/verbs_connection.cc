@@ -142,7 +142,7 @@ Status VerbsConnection::connect(const wire::VerbsInfo& info, net::UniqueFd contr
 }
 
 void VerbsConnection::post(OpType type, uint64_t remote, uint32_t len, void* user, uint64_t a, uint64_t b,
-                           uint64_t wr_id) {
+                           uint64_t wr_id, Durability d) {
   Op op;
   op.wr_id = wr_id;
   op.op = type;
@@ -151,6 +151,7 @@ void VerbsConnection::post(OpType type, uint64_t remote, uint32_t len, void* use
   op.user = user;
   op.a = a;
   op.b = b;
+  op.persistent = type != OpType::kRead && d == Durability::kPersistent;
   if (health_ != Errc::kOk) {
     op.done = true;
     op.status = health_;
@@ -166,16 +167,16 @@ void VerbsConnection::post_read(uint64_t remote, void* local, uint32_t len, uint
   post(OpType::kRead, remote, len, local, 0, 0, wr_id);
 }
 
-void VerbsConnection::post_write(uint64_t remote, const void* local, uint32_t len, uint64_t wr_id) {
-  post(OpType::kWrite, remote, len, const_cast<void*>(local), 0, 0, wr_id);  // only ever read from
+void VerbsConnection::post_write(uint64_t remote, const void* local, uint32_t len, uint64_t wr_id, Durability d) {
+  post(OpType::kWrite, remote, len, const_cast<void*>(local), 0, 0, wr_id, d);  // only ever read from
 }
 
-void VerbsConnection::post_cas(uint64_t remote, uint64_t expected, uint64_t desired, uint64_t wr_id) {
-  post(OpType::kCas, remote, 8, nullptr, expected, desired, wr_id);
+void VerbsConnection::post_cas(uint64_t remote, uint64_t expected, uint64_t desired, uint64_t wr_id, Durability d) {
+  post(OpType::kCas, remote, 8, nullptr, expected, desired, wr_id, d);
 }
 
-void VerbsConnection::post_faa(uint64_t remote, uint64_t add, uint64_t wr_id) {
-  post(OpType::kFaa, remote, 8, nullptr, add, 0, wr_id);
+void VerbsConnection::post_faa(uint64_t remote, uint64_t add, uint64_t wr_id, Durability d) {
+  post(OpType::kFaa, remote, 8, nullptr, add, 0, wr_id, d);
 }
 
 bool VerbsConnection::stage(Op& op) {
@@ -236,6 +237,8 @@ void VerbsConnection::pump() {
   size_t n = 0;
   const auto deadline = Clock::now() + op_timeout_;
   Op* last = nullptr;
+  // A kPersistent write or atomic in the chain with no READ behind it yet.
+  bool unflushed_persistent = false;
   while (sent_ < flushed_ && n < room) {
     Op& op = ops_[sent_];
     if (op.done) {  // rejected locally: nothing to send
@@ -305,14 +308,16 @@ void VerbsConnection::pump() {
         break;
     }
     if (op.op == OpType::kRead) last_read_seq_ = op.seq;
+    unflushed_persistent = op.op == OpType::kRead ? false : (unflushed_persistent || op.persistent);
     if (n > 0) wrs_[n - 1].next = &wr;
     last = &op;
     ++n;
     ++sent_;
   }
   if (n == 0) return;
-  if (last->op != OpType::kRead) {
+  if (unflushed_persistent) {
     // Durability: a READ behind the writes (see the header).
+    ++durability_reads_;
     ibv_send_wr& wr = wrs_[n];
     ibv_sge& sge = sges_[n];
     wr = ibv_send_wr{};

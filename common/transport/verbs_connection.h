@@ -20,9 +20,11 @@
 //  * Order: a WRITE, CAS or FAA behind a READ that has not completed waits
 //    for it (a READ whose response was lost is executed again and must not
 //    see a later write of ours); see pump().
-//  * Durability: a WRITE, CAS or FAA completes only after a READ posted
-//    behind it on the same queue pair has completed (the chain ends with a
-//    READ, or an 8-byte READ is added). The responder executes requests in
+//  * Durability: a WRITE, CAS or FAA posted kPersistent completes only
+//    after a READ posted behind it on the same queue pair has completed (the
+//    chain ends with a READ, or an 8-byte READ is added when the chain holds
+//    a kPersistent one; a chain of kVisible ones ends with its last
+//    operation, as perftest's do). The responder executes requests in
 //    order, so the READ's response leaves only after the earlier writes
 //    were placed in the region's memory. That makes them persistent only
 //    if the NIC writes to persistent memory rather than to the CPU cache:
@@ -88,9 +90,11 @@ class VerbsConnection final : public Connection {
   Status connect(const wire::VerbsInfo& info, net::UniqueFd control_fd);
 
   void post_read(uint64_t remote, void* local, uint32_t len, uint64_t wr_id) override;
-  void post_write(uint64_t remote, const void* local, uint32_t len, uint64_t wr_id) override;
-  void post_cas(uint64_t remote, uint64_t expected, uint64_t desired, uint64_t wr_id) override;
-  void post_faa(uint64_t remote, uint64_t add, uint64_t wr_id) override;
+  void post_write(uint64_t remote, const void* local, uint32_t len, uint64_t wr_id,
+                  Durability d = Durability::kPersistent) override;
+  void post_cas(uint64_t remote, uint64_t expected, uint64_t desired, uint64_t wr_id,
+                Durability d = Durability::kPersistent) override;
+  void post_faa(uint64_t remote, uint64_t add, uint64_t wr_id, Durability d = Durability::kPersistent) override;
   void flush() override;
   size_t poll(std::span<Completion> out) override;
   size_t wait(std::span<Completion> out, std::chrono::milliseconds timeout) override;
@@ -99,6 +103,9 @@ class VerbsConnection final : public Connection {
   uint64_t data_begin() const override { return lo_; }
   uint64_t data_end() const override { return hi_; }
   std::string_view backend() const override { return "verbs"; }
+
+  // READs this connection added to make writes durable (see "Durability").
+  uint64_t durability_reads() const { return durability_reads_; }
 
  private:
   struct Op {
@@ -109,6 +116,7 @@ class VerbsConnection final : public Connection {
     uint64_t remote = 0;
     void* user = nullptr;     // READ destination / WRITE source (the caller's)
     uint64_t a = 0, b = 0;    // CAS expected/desired, FAA addend
+    bool persistent = false;  // WRITE/CAS/FAA posted Durability::kPersistent
     // Staging bytes held from `stage_off` (wrap padding included in
     // stage_held); 0 when none.
     size_t stage_off = 0, stage_held = 0;
@@ -122,7 +130,8 @@ class VerbsConnection final : public Connection {
   VerbsConnection() = default;
   // Queues one operation (READ: `user` is the destination; WRITE: the
   // source; CAS: a expected, b desired; FAA: a the addend).
-  void post(OpType type, uint64_t remote, uint32_t len, void* user, uint64_t a, uint64_t b, uint64_t wr_id);
+  void post(OpType type, uint64_t remote, uint32_t len, void* user, uint64_t a, uint64_t b, uint64_t wr_id,
+            Durability d = Durability::kVisible);
   // Posts as much of the flushed, unsent work as the send queue and the
   // staging buffer take.
   void pump();
@@ -172,6 +181,7 @@ class VerbsConnection final : public Connection {
   uint64_t next_seq_ = 1;      // next work request's sequence number
   uint64_t completed_seq_ = 0; // every work request up to here is finished
   uint64_t last_read_seq_ = 0; // the newest caller READ handed to the NIC
+  uint64_t durability_reads_ = 0;
   size_t stage_head_ = 0, stage_used_ = 0;
   std::vector<ibv_send_wr> wrs_;
   std::vector<ibv_sge> sges_;

@@ -40,7 +40,8 @@ bool drop_stale_slot(TxnContext& ctx, Item& it) {
 void post_latch(TxnContext& ctx, Item& it, size_t r, uint32_t image_len) {
   ReplicaLatch& l = it.latches[r];
   const size_t node = it.replicas[r];
-  l.cas_op = ctx.ops.cas(node, it.slot + kSlotLatchOffset, l.expected, ctx.mine);
+  // Latch words go kVisible (transport.h): only running nodes read them.
+  l.cas_op = ctx.ops.cas(node, it.slot + kSlotLatchOffset, l.expected, ctx.mine, Durability::kVisible);
   l.read_op = ctx.ops.read(node, it.slot, it.image.data() + r * it.t->slot_bytes, image_len);
   l.state = LatchState::kPosted;
 }
@@ -161,7 +162,8 @@ AbortReason settle_latches(TxnContext& ctx) {
 }
 
 void post_release(TxnContext& ctx, size_t node, uint64_t slot) {
-  ctx.releases.push_back(ctx.ops.write(node, slot + kSlotLatchOffset, &ctx.zero, sizeof ctx.zero));
+  ctx.releases.push_back(
+      ctx.ops.write(node, slot + kSlotLatchOffset, &ctx.zero, sizeof ctx.zero, Durability::kVisible));
 }
 
 void release_held(TxnContext& ctx, Item& it) {

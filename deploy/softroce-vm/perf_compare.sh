@@ -15,7 +15,8 @@
 #      ib_read_bw -s 65536 with its default tx-depth 128, and with -o 16;
 #      server and client both here over rxe0), then pandora-transport-bench
 #      --backend verbs --spin against that daemon for the same operations
-#      (depth 1; read64k at depth 128; diagnostics at depth 16);
+#      (depth 1, WRITE/CAS/FAA posted Durability::kVisible as perftest's
+#      and kPersistent; read64k at depth 128; diagnostics at depth 16);
 #   4. prints op, perftest median, ours median, ratio (medians over the
 #      rounds), and writes perf_compare.md / perf_compare.csv plus every raw
 #      output to --out.
@@ -259,7 +260,8 @@ for ((r = 1; r <= rounds; r++)); do
   # Diagnostic: at most 16 READs in flight, as our connection allows.
   perftest "r${r}_perftest_read_bw_65536_o16" ib_read_bw -s 65536 -o 16 -n "$bw_iters"
   step "round $r/$rounds: pandora-transport-bench --backend verbs --spin"
-  ours "r${r}_ours_lat" '^verbs/(read2|read64|write2|write64|cas|faa)/depth:1/|^verbs/(cas|faa)/depth:16/' "$min_time"
+  ours "r${r}_ours_lat" '^verbs/(read2|read64|write2v?|write64v?|casv?|faav?)/depth:1/|^verbs/(cas|faa)/depth:16/' \
+    "$min_time"
   ours "r${r}_ours_bw" '^verbs/read64k/depth:(16|128)/' "$bw_min_time"
 done
 

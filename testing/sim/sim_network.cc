@@ -174,15 +174,16 @@ void SimConnection::post_read(uint64_t remote, void* local, uint32_t len, uint64
   post(Op{OpType::kRead, remote, local, len, 0, 0, wr_id, {}, false});
 }
 
-void SimConnection::post_write(uint64_t remote, const void* local, uint32_t len, uint64_t wr_id) {
+void SimConnection::post_write(uint64_t remote, const void* local, uint32_t len, uint64_t wr_id, Durability) {
+  // In-process regions do not lose power: every write is as durable.
   post(Op{OpType::kWrite, remote, const_cast<void*>(local), len, 0, 0, wr_id, {}, false});
 }
 
-void SimConnection::post_cas(uint64_t remote, uint64_t expected, uint64_t desired, uint64_t wr_id) {
+void SimConnection::post_cas(uint64_t remote, uint64_t expected, uint64_t desired, uint64_t wr_id, Durability) {
   post(Op{OpType::kCas, remote, nullptr, 8, expected, desired, wr_id, {}, false});
 }
 
-void SimConnection::post_faa(uint64_t remote, uint64_t add, uint64_t wr_id) {
+void SimConnection::post_faa(uint64_t remote, uint64_t add, uint64_t wr_id, Durability) {
   post(Op{OpType::kFaa, remote, nullptr, 8, add, 0, wr_id, {}, false});
 }
 

@@ -149,9 +149,11 @@ class SimConnection final : public Connection {
   ~SimConnection() override;
 
   void post_read(uint64_t remote, void* local, uint32_t len, uint64_t wr_id) override;
-  void post_write(uint64_t remote, const void* local, uint32_t len, uint64_t wr_id) override;
-  void post_cas(uint64_t remote, uint64_t expected, uint64_t desired, uint64_t wr_id) override;
-  void post_faa(uint64_t remote, uint64_t add, uint64_t wr_id) override;
+  void post_write(uint64_t remote, const void* local, uint32_t len, uint64_t wr_id,
+                  Durability d = Durability::kPersistent) override;
+  void post_cas(uint64_t remote, uint64_t expected, uint64_t desired, uint64_t wr_id,
+                Durability d = Durability::kPersistent) override;
+  void post_faa(uint64_t remote, uint64_t add, uint64_t wr_id, Durability d = Durability::kPersistent) override;
   void flush() override;
   size_t poll(std::span<Completion> out) override;
   // Without a wait hook (code outside the simulated schedule: loading,

@@ -80,6 +80,46 @@ TEST_P(EngineFailureTest, CommitReportsCommittedBeforeItsLatchReleasesComplete) 
   EXPECT_FALSE(engine().halted());
 }
 
+// Latch words are posted Durability::kVisible (a memory node's power loss
+// makes every latch stale anyway), and nothing else is: the log record and
+// the commit's writes must be persistent when the transaction commits.
+TEST_P(EngineFailureTest, OnlyLatchWordsArePostedVisible) {
+  struct Seen {
+    size_t node;
+    PostedOp op;
+  };
+  std::vector<Seen> seen;
+  *rule_ = [&seen](size_t node, const PostedOp& op) {
+    if (op.op != OpType::kRead) seen.push_back({node, op});
+    return Fate::kPass;
+  };
+  run([&](Coordinator& c) { ASSERT_TRUE(increment(c.txn(), 7).committed); });
+  const auto [primary, latch] = latch_of(7);
+  const RawSlot backup = raw_find(*cluster_, kAccounts, 7, 1);
+  const size_t backup_node = cluster_->replica_indexes(cluster_->placement().shard_of(kAccounts, 7))[1];
+  size_t latch_ops = 0, version_writes = 0, other_writes = 0;
+  for (const Seen& s : seen) {
+    const bool is_latch = s.node == primary && s.op.remote == latch;
+    if (is_latch) {
+      ++latch_ops;
+      EXPECT_EQ(s.op.durability, Durability::kVisible) << op_name(s.op.op) << " of the latch word";
+      continue;
+    }
+    EXPECT_EQ(s.op.durability, Durability::kPersistent)
+        << op_name(s.op.op) << " of " << s.op.len << " bytes at " << s.op.remote << " on node " << s.node;
+    if (s.op.op != OpType::kWrite) continue;
+    if ((s.node == primary && s.op.remote == latch - kSlotLatchOffset + kSlotVersionOffset) ||
+        (s.node == backup_node && s.op.remote == backup.offset + kSlotVersionOffset)) {
+      ++version_writes;
+    } else {
+      ++other_writes;
+    }
+  }
+  EXPECT_EQ(latch_ops, 2u) << "the latch CAS and its release";
+  EXPECT_EQ(version_writes, 2u) << "the commit's version WRITE on each replica";
+  EXPECT_GE(other_writes, 2u) << "the log record and the value WRITEs";
+}
+
 TEST_P(EngineFailureTest, AFailedLatchReleaseHaltsTheCoordinatorInsteadOfBeingDropped) {
   const auto [primary, latch] = latch_of(4);
   // Every WRITE to key 4's latch word is lost (the link failed).

@@ -21,6 +21,7 @@ struct PostedOp {
   OpType op;
   uint64_t remote;
   uint32_t len;  // 8 for CAS / FAA
+  Durability durability = Durability::kPersistent;  // as posted (READ: kPersistent)
 };
 
 // Decides an operation's fate; shared by the connections of one test.
@@ -35,14 +36,16 @@ class FaultConnection final : public Connection {
   void post_read(uint64_t remote, void* local, uint32_t len, uint64_t wr_id) override {
     if (admit({OpType::kRead, remote, len}, wr_id)) inner_->post_read(remote, local, len, wr_id);
   }
-  void post_write(uint64_t remote, const void* local, uint32_t len, uint64_t wr_id) override {
-    if (admit({OpType::kWrite, remote, len}, wr_id)) inner_->post_write(remote, local, len, wr_id);
+  void post_write(uint64_t remote, const void* local, uint32_t len, uint64_t wr_id,
+                  Durability d = Durability::kPersistent) override {
+    if (admit({OpType::kWrite, remote, len, d}, wr_id)) inner_->post_write(remote, local, len, wr_id, d);
   }
-  void post_cas(uint64_t remote, uint64_t expected, uint64_t desired, uint64_t wr_id) override {
-    if (admit({OpType::kCas, remote, 8}, wr_id)) inner_->post_cas(remote, expected, desired, wr_id);
+  void post_cas(uint64_t remote, uint64_t expected, uint64_t desired, uint64_t wr_id,
+                Durability d = Durability::kPersistent) override {
+    if (admit({OpType::kCas, remote, 8, d}, wr_id)) inner_->post_cas(remote, expected, desired, wr_id, d);
   }
-  void post_faa(uint64_t remote, uint64_t add, uint64_t wr_id) override {
-    if (admit({OpType::kFaa, remote, 8}, wr_id)) inner_->post_faa(remote, add, wr_id);
+  void post_faa(uint64_t remote, uint64_t add, uint64_t wr_id, Durability d = Durability::kPersistent) override {
+    if (admit({OpType::kFaa, remote, 8, d}, wr_id)) inner_->post_faa(remote, add, wr_id, d);
   }
   void flush() override { inner_->flush(); }
   size_t poll(std::span<Completion> out) override { return fix(out, inner_->poll(skip_dropped(out))); }

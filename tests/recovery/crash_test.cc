@@ -192,13 +192,17 @@ class CountingConnection final : public Connection {
   void post_read(uint64_t remote, void* local, uint32_t len, uint64_t wr_id) override {
     inner_->post_read(remote, local, len, wr_id);
   }
-  void post_write(uint64_t remote, const void* local, uint32_t len, uint64_t wr_id) override {
-    inner_->post_write(remote, local, len, wr_id);
+  void post_write(uint64_t remote, const void* local, uint32_t len, uint64_t wr_id,
+                  Durability d = Durability::kPersistent) override {
+    inner_->post_write(remote, local, len, wr_id, d);
   }
-  void post_cas(uint64_t remote, uint64_t expected, uint64_t desired, uint64_t wr_id) override {
-    inner_->post_cas(remote, expected, desired, wr_id);
+  void post_cas(uint64_t remote, uint64_t expected, uint64_t desired, uint64_t wr_id,
+                Durability d = Durability::kPersistent) override {
+    inner_->post_cas(remote, expected, desired, wr_id, d);
   }
-  void post_faa(uint64_t remote, uint64_t add, uint64_t wr_id) override { inner_->post_faa(remote, add, wr_id); }
+  void post_faa(uint64_t remote, uint64_t add, uint64_t wr_id, Durability d = Durability::kPersistent) override {
+    inner_->post_faa(remote, add, wr_id, d);
+  }
   void flush() override {
     ++flushes;
     inner_->flush();

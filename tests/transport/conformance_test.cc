@@ -339,6 +339,94 @@ TEST_P(TransportConformance, OneBatchWritesThenReadSeesLastWrite) {
   EXPECT_EQ(word_after, 0x1122334455667788ull);
 }
 
+// Durability::kVisible changes what a completion promises about power loss
+// only: results, order and what other compute nodes see are those of
+// kPersistent operations.
+TEST_P(TransportConformance, VisibleOperationsKeepOrderAndAreSeenByOthers) {
+  auto c = connect(1);
+  auto other = connect(2);
+  ASSERT_TRUE(c && other);
+  const uint64_t word = c->data_begin() + 8192;
+  const uint64_t block = word + 64;
+  constexpr auto kVisible = Durability::kVisible;
+  uint64_t seven = 7;
+  std::array<uint8_t, 64> pattern;
+  pattern.fill(0xa5);
+  uint64_t read_back = 0;
+  c->post_write(word, &seven, 8, 10, kVisible);
+  c->post_cas(word, 7, 8, 11, kVisible);
+  c->post_faa(word, 2, 12, kVisible);
+  c->post_write(block, pattern.data(), 64, 13, kVisible);
+  c->post_read(word, &read_back, 8, 14);
+  c->flush();
+  auto got = collect(*c, 5);
+  ASSERT_EQ(got.size(), 5u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].wr_id, 10 + i) << "completions must come in posted order";
+    EXPECT_EQ(got[i].status, Errc::kOk) << describe(got[i]);
+  }
+  EXPECT_EQ(got[1].value, 7u) << "the CAS must see the WRITE before it";
+  EXPECT_EQ(got[2].value, 8u) << "the FAA must see the CAS before it";
+  EXPECT_EQ(read_back, 10u);
+
+  // Completed kVisible operations are visible to another compute node.
+  EXPECT_EQ(read_word(*other, word), 10u);
+  std::array<uint8_t, 64> seen{};
+  ASSERT_EQ(read_sync(*other, block, seen.data(), 64).status, Errc::kOk);
+  EXPECT_EQ(seen, pattern);
+
+  // A kVisible WRITE behind a kPersistent one to the same word wins.
+  uint64_t one = 1, two = 2;
+  c->post_write(word, &one, 8, 20);
+  c->post_write(word, &two, 8, 21, kVisible);
+  c->flush();
+  ASSERT_EQ(collect(*c, 2).size(), 2u);
+  EXPECT_EQ(read_word(*other, word), 2u);
+}
+
+// verbs makes a chain durable with one READ behind it; a chain of kVisible
+// operations, or one that already ends with a READ, needs none.
+TEST_P(TransportConformance, VerbsAddsTheDurabilityReadOnlyWhereNeeded) {
+  if (backend() != Backend::kVerbs) GTEST_SKIP() << "verbs only";
+  auto conn = connect(1);
+  ASSERT_TRUE(conn);
+  auto& c = dynamic_cast<VerbsConnection&>(*conn);
+  const uint64_t word = c.data_begin() + 8192;
+  uint64_t v = 3, r = 0;
+  auto run = [&](auto post) {
+    const uint64_t before = c.durability_reads();
+    post();
+    c.flush();
+    const size_t n = c.outstanding();
+    auto got = collect(c, n);
+    EXPECT_EQ(got.size(), n);
+    for (const Completion& x : got) EXPECT_EQ(x.status, Errc::kOk) << describe(x);
+    return c.durability_reads() - before;
+  };
+  EXPECT_EQ(run([&] {
+              c.post_write(word, &v, 8, 1, Durability::kVisible);
+              c.post_cas(word, 3, 4, 2, Durability::kVisible);
+              c.post_faa(word, 1, 3, Durability::kVisible);
+            }),
+            0u);
+  EXPECT_EQ(run([&] { c.post_write(word, &v, 8, 4); }), 1u);
+  EXPECT_EQ(run([&] { c.post_cas(word, 3, 9, 5); }), 1u);
+  EXPECT_EQ(run([&] { c.post_faa(word, 1, 6); }), 1u);
+  EXPECT_EQ(run([&] {
+              c.post_write(word, &v, 8, 7);
+              c.post_faa(word, 1, 8, Durability::kVisible);
+            }),
+            1u)
+      << "a kVisible operation behind a kPersistent one does not make it durable";
+  EXPECT_EQ(run([&] {
+              c.post_write(word, &v, 8, 9);
+              c.post_read(word, &r, 8, 10);
+            }),
+            0u)
+      << "a chain that ends with a READ is durable without another";
+  EXPECT_EQ(r, 3u);
+}
+
 TEST_P(TransportConformance, FaaSequenceCompletesInOrder) {
   auto c = connect(1);
   ASSERT_TRUE(c);

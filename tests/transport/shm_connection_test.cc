@@ -114,6 +114,39 @@ TEST_F(ShmConnectionTest, OperatesOnTheMappedFile) {
   EXPECT_EQ(in_file, 100u) << "the operation must act on the shared file";
 }
 
+// kVisible operations act exactly like kPersistent ones but skip the flush:
+// the latch words the engine posts that way cost no cache-line write-back.
+TEST_F(ShmConnectionTest, VisibleOperationsAreNotFlushed) {
+  auto conn = open_conn();
+  ASSERT_TRUE(conn);
+  auto& c = dynamic_cast<ShmConnection&>(*conn);
+  const uint64_t word = kDataOffset + 64;
+  uint64_t v = 5;
+  c.post_write(word, &v, 8, 1, Durability::kVisible);
+  c.post_cas(word, 5, 9, 2, Durability::kVisible);
+  c.post_faa(word, 1, 3, Durability::kVisible);
+  c.flush();
+  std::array<Completion, 8> buf;
+  ASSERT_EQ(c.poll(buf), 3u);
+  EXPECT_EQ(buf[1].value, 5u);
+  EXPECT_EQ(buf[2].value, 9u);
+  uint64_t in_file;
+  std::memcpy(&in_file, region_ + word, 8);
+  EXPECT_EQ(in_file, 10u);
+  EXPECT_EQ(c.persists(), 0u) << "kVisible operations must not be flushed";
+
+  c.post_write(word, &v, 8, 4);             // kPersistent by default
+  c.post_cas(word, 5, 6, 5);                // succeeds: flushed
+  c.post_cas(word, 5, 7, 6);                // fails: nothing stored, nothing flushed
+  c.post_faa(word, 1, 7, Durability::kPersistent);
+  c.flush();
+  ASSERT_EQ(c.poll(buf), 4u);
+  EXPECT_EQ(buf[2].value, 6u);
+  std::memcpy(&in_file, region_ + word, 8);
+  EXPECT_EQ(in_file, 7u);
+  EXPECT_EQ(c.persists(), 3u);
+}
+
 TEST_F(ShmConnectionTest, NothingExecutesBeforeTheDoorbell) {
   auto c = open_conn();
   ASSERT_TRUE(c);

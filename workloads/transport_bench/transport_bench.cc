@@ -3,7 +3,9 @@
 // running daemon, --memory-node).
 //
 // Benchmarks are named  <backend>/<op>/depth:<n>  with op in read2, read64,
-// write2, write64, cas, faa, read4k, write4k, read64k and depth 1 (one
+// write2, write64, cas, faa, read4k, write4k, read64k, and write2v,
+// write64v, casv, faav (the same posted Durability::kVisible: no durability
+// READ on verbs, no flush on shm; tcp persists anyway), and depth 1 (one
 // operation per doorbell: the latency case), 16 (16 per doorbell: the
 // throughput case) and, for read64k, 128 (perftest's ib_read_bw default:
 // 64 KiB READs, tx-depth 128). read2/write2 are the default message size of
@@ -69,9 +71,11 @@ struct OpSpec {
   std::string_view name;
   uint32_t len;  // bytes moved per operation (8 for CAS/FAA)
   uint32_t max_depth;  // registered for the depths in kDepths up to this one
+  Durability durability = Durability::kPersistent;  // WRITE/CAS/FAA
 };
 
-constexpr std::array<OpSpec, 9> kOps = {{
+constexpr auto kVisible = Durability::kVisible;
+constexpr std::array<OpSpec, 13> kOps = {{
     {BenchOp::kRead, "read2", 2, 16},
     {BenchOp::kRead, "read64", 64, 16},
     {BenchOp::kWrite, "write2", 2, 16},
@@ -81,6 +85,10 @@ constexpr std::array<OpSpec, 9> kOps = {{
     {BenchOp::kRead, "read4k", 4096, 16},
     {BenchOp::kWrite, "write4k", 4096, 16},
     {BenchOp::kRead, "read64k", 65536, 128},
+    {BenchOp::kWrite, "write2v", 2, 16, kVisible},
+    {BenchOp::kWrite, "write64v", 64, 16, kVisible},
+    {BenchOp::kCas, "casv", 8, 16, kVisible},
+    {BenchOp::kFaa, "faav", 8, 16, kVisible},
 }};
 constexpr std::array<uint32_t, 3> kDepths = {1, 16, 128};
 // Operations rotate over this many distinct targets, so consecutive
@@ -167,16 +175,16 @@ void run_benchmark(benchmark::State& state, const BenchContext& ctx, Backend bac
           conn.post_read(blocks + (t % block_targets) * stride, bufs[k].data(), spec.len, k);
           break;
         case BenchOp::kWrite:
-          conn.post_write(blocks + (t % block_targets) * stride, bufs[k].data(), spec.len, k);
+          conn.post_write(blocks + (t % block_targets) * stride, bufs[k].data(), spec.len, k, spec.durability);
           break;
         case BenchOp::kCas:
           // Targets within one batch are distinct (depth <= kTargets), so
           // each CAS sees the value this loop last installed and succeeds.
-          conn.post_cas(words + t * 64, cas_shadow[t], cas_shadow[t] + 1, k);
+          conn.post_cas(words + t * 64, cas_shadow[t], cas_shadow[t] + 1, k, spec.durability);
           cas_shadow[t] += 1;
           break;
         case BenchOp::kFaa:
-          conn.post_faa(words + t * 64, 1, k);
+          conn.post_faa(words + t * 64, 1, k, spec.durability);
           break;
       }
     }
