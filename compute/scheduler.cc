@@ -129,7 +129,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::create(Cluster& cluster) {
     return Status(Errc::kInvalidArgument, "the cluster's table directory must be loaded before starting workers");
   }
   const ComputeConfig& cfg = cluster.config();
-  std::unique_ptr<Scheduler> s(new Scheduler(cluster));
+  std::unique_ptr<Scheduler> s(new Scheduler());
   for (uint32_t t = 0; t < cfg.threads; ++t) {
     auto conns = cluster.open_connections();
     if (!conns) return conns.status();

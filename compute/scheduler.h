@@ -148,8 +148,7 @@ class Scheduler {
   TxnCounters totals() const;
 
  private:
-  explicit Scheduler(Cluster& cluster) : cluster_(cluster) {}
-  Cluster& cluster_;
+  Scheduler() = default;
   std::vector<std::unique_ptr<Worker>> workers_;
 };
 
