@@ -177,25 +177,26 @@ Completion ShmConnection::execute(const PostedOp& op) {
     return c;
   }
   uint8_t* at = base_ + op.remote;
+  const bool durable = op.durability == Durability::kPersistent;
   switch (op.op) {
     case OpType::kRead:
       copy_from_region(op.local, at, op.len);
       break;
     case OpType::kWrite:
       copy_to_region(at, op.local, op.len);
-      if (op.durability == Durability::kPersistent) persist(at, op.len);
+      if (durable) persist(at, op.len);
       break;
     case OpType::kCas: {
       uint64_t observed = op.a;
       __atomic_compare_exchange_n(reinterpret_cast<uint64_t*>(at), &observed, op.b, false, __ATOMIC_SEQ_CST,
                                   __ATOMIC_SEQ_CST);
       c.value = observed;
-      if (observed == op.a && op.durability == Durability::kPersistent) persist(at, 8);
+      if (durable && observed == op.a) persist(at, 8);
       break;
     }
     case OpType::kFaa:
       c.value = __atomic_fetch_add(reinterpret_cast<uint64_t*>(at), op.a, __ATOMIC_SEQ_CST);
-      if (op.durability == Durability::kPersistent) persist(at, 8);
+      if (durable) persist(at, 8);
       break;
   }
   // persist() breaks the connection when msync fails; this op failed too.

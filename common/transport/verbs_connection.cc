@@ -151,7 +151,7 @@ void VerbsConnection::post(OpType type, uint64_t remote, uint32_t len, void* use
   op.user = user;
   op.a = a;
   op.b = b;
-  op.persistent = type != OpType::kRead && d == Durability::kPersistent;
+  op.persistent = d == Durability::kPersistent;
   if (health_ != Errc::kOk) {
     op.done = true;
     op.status = health_;
@@ -308,7 +308,7 @@ void VerbsConnection::pump() {
         break;
     }
     if (op.op == OpType::kRead) last_read_seq_ = op.seq;
-    unflushed_persistent = op.op == OpType::kRead ? false : (unflushed_persistent || op.persistent);
+    unflushed_persistent = op.op != OpType::kRead && (unflushed_persistent || op.persistent);
     if (n > 0) wrs_[n - 1].next = &wr;
     last = &op;
     ++n;

@@ -116,7 +116,7 @@ class VerbsConnection final : public Connection {
     uint64_t remote = 0;
     void* user = nullptr;     // READ destination / WRITE source (the caller's)
     uint64_t a = 0, b = 0;    // CAS expected/desired, FAA addend
-    bool persistent = false;  // WRITE/CAS/FAA posted Durability::kPersistent
+    bool persistent = false;  // posted Durability::kPersistent (never a READ)
     // Staging bytes held from `stage_off` (wrap padding included in
     // stage_held); 0 when none.
     size_t stage_off = 0, stage_held = 0;
