@@ -42,8 +42,11 @@ Options:
   --protocol P            pandora, ford or log-a-latch               [pandora]
   --threads N / --coordinators N   per bench                         [4 / 8]
   --bench-arg ARG         extra pandora-bench flag, load and run (repeatable)
-  --backend B             data plane: tcp, or verbs once it exists   [tcp]
-  --rdma-device D / --rdma-port N / --rdma-gid-index N  with verbs   [mlx5_0 / 1 / 3]
+  --backend B             data plane: tcp, or verbs (RDMA over the ConnectX NICs)   [tcp]
+  --rdma-device D / --rdma-port N / --rdma-gid-index N|auto
+                          with verbs; unset: the binaries discover them (first
+                          device and port that are active, the RoCE v2 GID of
+                          the port's IPv4 address)        [discover / 0 / auto]
   --region-size SIZE      region per memory node (in --region-dir)   [4G]
   --memd-threads N        pandora-memd --threads                     [4]
   --fd-timeout-us US      pandora-fd --timeout-us                    [5000]
@@ -73,7 +76,7 @@ case "$cmd" in
 esac
 
 nodes_file="" dir="" dry_run=0 seconds=30 workload=smallbank protocol=pandora threads=4 coordinators=8
-backend=tcp rdma_device=mlx5_0 rdma_port=1 rdma_gid_index=3 region_size=4G memd_threads=4
+backend=tcp rdma_device="" rdma_port=0 rdma_gid_index=auto region_size=4G memd_threads=4
 fd_timeout_us=5000 cluster_id="" remote_dir=/var/tmp/pandora region_dir=/dev/shm/pandora
 bench_args=() crashes=()
 need_value() { [[ $# -ge 2 && -n "$2" ]] || die "option $1 needs a value"; }
@@ -108,9 +111,10 @@ done
 [[ -n "$nodes_file" ]] || die "--nodes FILE is required (see deploy/cloudlab/nodes.example)"
 [[ -r "$nodes_file" ]] || die "cannot read the node list '$nodes_file'"
 [[ -n "$dir" ]] || die "--dir DIR is required"
-for v in seconds threads coordinators memd_threads fd_timeout_us rdma_port rdma_gid_index; do
+for v in seconds threads coordinators memd_threads fd_timeout_us rdma_port; do
   [[ "${!v}" =~ ^[0-9]+$ ]] || die "--${v//_/-} must be a number, got '${!v}'"
 done
+[[ "$rdma_gid_index" =~ ^([0-9]+|auto)$ ]] || die "--rdma-gid-index must be a number or 'auto', got '$rdma_gid_index'"
 [[ "$backend" == tcp || "$backend" == verbs ]] || die "--backend must be tcp or verbs, got '$backend'"
 # Everything below is pasted into remote shell commands: allow only plain words.
 for v in workload protocol rdma_device region_size cluster_id remote_dir region_dir "bench_args[@]"; do
@@ -195,9 +199,19 @@ wait_until() {
   echo "for t in \$(seq $(($4 * 10))); do $1 && exit 0; kill -0 \$(cat $2) 2>/dev/null || break; sleep 0.1; done; tail -n 20 $3; exit 1"
 }
 verbs_flags() {
-  # The flag names announced for the verbs backend (not in the binaries yet).
-  [[ "$backend" == tcp ]] || echo " --rdma-device $rdma_device --rdma-port $rdma_port --rdma-gid-index $rdma_gid_index"
+  # Only what the user chose: pandora-memd and pandora-bench discover the
+  # rest on each node (device, port, GID, MTU), so nodes whose NICs differ
+  # still work.
+  [[ "$backend" == verbs ]] || return 0
+  local f=""
+  [[ -z "$rdma_device" ]] || f+=" --rdma-device $rdma_device"
+  [[ "$rdma_port" == 0 ]] || f+=" --rdma-port $rdma_port"
+  [[ "$rdma_gid_index" == auto ]] || f+=" --rdma-gid-index $rdma_gid_index"
+  echo "$f"
 }
+# memd serves verbs only where it finds an RDMA device (--verbs auto); asked
+# for verbs, it must fail at start rather than leave the benches without it.
+memd_verbs_flags() { [[ "$backend" != verbs ]] || echo " --verbs on$(verbs_flags)"; }
 bench_flags() {
   echo "--config $rundir/cluster.conf --workload $workload --protocol $protocol --backend $backend$(verbs_flags)${bench_args[*]+ ${bench_args[*]}}"
 }
@@ -277,7 +291,7 @@ cmd_start() {
     # A fresh region each start: the ZooKeeper tree and the tables are new too.
     local region="$region_dir/mem$((i + 1)).pm"
     on "${mem[$i]}" "cd $rundir && umask 077 && mkdir -p $region_dir && rm -f $region memd.port && PMEM_IS_PMEM_FORCE=1 $(
-      daemon memd "$bin/memory/pandora-memd --pm-path $region --size $region_size --node-id $((i + 1)) --listen ${mem_addr[$i]}:$memd_port --port-file $rundir/memd.port --cluster-id $cluster_id --secret-file $rundir/secret --threads $memd_threads$(verbs_flags)"
+      daemon memd "$bin/memory/pandora-memd --pm-path $region --size $region_size --node-id $((i + 1)) --listen ${mem_addr[$i]}:$memd_port --port-file $rundir/memd.port --cluster-id $cluster_id --secret-file $rundir/secret --threads $memd_threads$(memd_verbs_flags)"
     ) && $(wait_until "test -s memd.port" memd.pid memd.log 60)"
   done
   say "ZooKeeper ensemble: ${zk[*]}"

@@ -98,8 +98,15 @@ done
 expect "start --backend verbs --dry-run exits 0" bash "$cl" start --dry-run --nodes "$nodes" --dir "$tmp/verbs" \
   --backend verbs --rdma-device mlx5_2 --rdma-gid-index 5 >"$tmp/verbs.out" 2>&1
 same "RDMA flags on memd and the loader" \
-  "$(grep -cE -- "--rdma-device mlx5_2 --rdma-port 1 --rdma-gid-index 5" "$tmp/verbs.out")" "3"
+  "$(grep -cE -- "--rdma-device mlx5_2 --rdma-gid-index 5( |$)" "$tmp/verbs.out")" "3"
 expect "the loader asks for verbs" grep -qE -- "--backend verbs --rdma-device mlx5_2 .* --load " "$tmp/verbs.out"
+same "memd must serve verbs, not fall back to tcp" "$(grep -c -- "pandora-memd .*--verbs on --rdma-device mlx5_2" "$tmp/verbs.out")" "2"
+expect "the port the user did not give is discovered" bash -c "! grep -q -- '--rdma-port' '$tmp/verbs.out'"
+# Without --rdma-*, every node discovers its own device, port and GID.
+expect "start --backend verbs without RDMA flags exits 0" bash "$cl" start --dry-run --nodes "$nodes" \
+  --dir "$tmp/verbs2" --backend verbs >"$tmp/verbs2.out" 2>&1
+expect "the loader asks for verbs, discovering" grep -qE -- "--backend verbs .*--load " "$tmp/verbs2.out"
+expect "no RDMA flag is hard-coded" bash -c "! grep -q -- '--rdma-' '$tmp/verbs2.out'"
 
 # --- Refusals: non-zero, a clear message, nothing rendered ---------------------
 refused() {  # refused DESCRIPTION MESSAGE NODE-LIST-TEXT [cluster.sh options...]
@@ -126,6 +133,7 @@ refused "a crash of a memory node" "node-3 is not a compute node" "$good" --cras
 refused "crashing every compute node" "leave at least one compute node" "$good" --crash 5:node-5 --crash 6:node-6
 refused "a crash after the run" "SECONDS below --seconds" "$good" --seconds 10 --crash 12:node-5
 refused "a shell word in an option" "may hold only" "$good" --workload 'micro;reboot'
+refused "a GID index that is neither a number nor auto" "must be a number or 'auto'" "$good" --backend verbs --rdma-gid-index 'x;y'
 
 # --- The profile, against the geni-lib stand-in ---------------------------------
 expect "profile.py compiles" python3 -c "import sys, py_compile; py_compile.compile(sys.argv[1], cfile='$tmp/p.pyc', doraise=True)" "$here/../profile.py"
