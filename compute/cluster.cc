@@ -1,6 +1,7 @@
 #include "compute/cluster.h"
 
 #include <algorithm>
+#include <bit>
 
 #include <fmt/format.h>
 
@@ -8,18 +9,82 @@
 
 namespace pandora {
 
+namespace {
+
+// The data connection to a memory node out of the configuration: every
+// operation fails as on a lost link. Nothing posts to it once placement
+// excludes the node; it keeps node indexes dense.
+class FailedNodeConnection final : public Connection {
+ public:
+  void post_read(uint64_t, void*, uint32_t, uint64_t wr_id) override { fail(wr_id, OpType::kRead); }
+  void post_write(uint64_t, const void*, uint32_t, uint64_t wr_id, Durability = Durability::kPersistent) override {
+    fail(wr_id, OpType::kWrite);
+  }
+  void post_cas(uint64_t, uint64_t, uint64_t, uint64_t wr_id, Durability = Durability::kPersistent) override {
+    fail(wr_id, OpType::kCas);
+  }
+  void post_faa(uint64_t, uint64_t, uint64_t wr_id, Durability = Durability::kPersistent) override {
+    fail(wr_id, OpType::kFaa);
+  }
+  void flush() override {}
+  size_t poll(std::span<Completion> out) override {
+    size_t n = 0;
+    while (n < out.size() && !failed_.empty()) {
+      out[n++] = failed_.back();
+      failed_.pop_back();
+    }
+    return n;
+  }
+  size_t wait(std::span<Completion> out, std::chrono::milliseconds) override { return poll(out); }
+  size_t outstanding() const override { return failed_.size(); }
+  Errc health() const override { return Errc::kDisconnected; }
+  uint64_t data_begin() const override { return 0; }
+  uint64_t data_end() const override { return 0; }
+  std::string_view backend() const override { return "failed"; }
+
+ private:
+  void fail(uint64_t wr_id, OpType op) { failed_.push_back(Completion{wr_id, op, Errc::kDisconnected, 0}); }
+  std::vector<Completion> failed_;
+};
+
+}  // namespace
+
 Result<std::unique_ptr<Cluster>> Cluster::connect(const ComputeConfig& config, const Logger& logger) {
   if (Status s = config.validate(); !s) return s;
   std::unique_ptr<Cluster> c(new Cluster(config, logger));
   const ClientIdentity me = config.identity();
+  uint64_t failed = 0;
+  std::optional<wire::RegionInfo> live_region;
   for (const Endpoint& ep : config.memory_nodes) {
+    const auto f = std::find_if(config.failed_memory_nodes.begin(), config.failed_memory_nodes.end(),
+                                [&](const auto& n) { return n.second == ep; });
+    if (f != config.failed_memory_nodes.end()) {
+      // Out of the configuration: never contacted. Its region is described
+      // by a live node's (same layout) under its own node id, which keeps
+      // placement's ring what it was.
+      failed |= uint64_t{1} << std::min<size_t>(c->nodes_.size(), kMaxMemoryNodes - 1);
+      MemoryNodeInfo info{ep, {}};
+      info.region.node_id = f->first;
+      c->nodes_.push_back(info);
+      continue;
+    }
     auto ctl = ControlClient::connect(ep, me, config.connect_timeout);
     if (!ctl) {
       return Status(ctl.status().code(),
                     fmt::format("memory node {}: {}", ep.to_string(), ctl.status().message()));
     }
     c->nodes_.push_back(MemoryNodeInfo{ep, (*ctl)->region()});
+    if (!live_region) live_region = (*ctl)->region();
   }
+  if (!live_region) return Status(Errc::kUnavailable, "every configured memory node has failed");
+  for (size_t i = 0; i < c->nodes_.size(); ++i) {
+    if (!((failed >> i) & 1)) continue;
+    const uint32_t id = c->nodes_[i].region.node_id;
+    c->nodes_[i].region = *live_region;
+    c->nodes_[i].region.node_id = id;
+  }
+  c->declared_failed_.store(failed);
+  c->applied_failed_.store(failed);
   if (Status s = c->adopt_nodes(); !s) return s;
   logger.debug("connected to {} memory nodes over {}", c->nodes_.size(), backend_name(config.backend));
   return c;
@@ -43,6 +108,10 @@ Result<std::unique_ptr<Cluster>> Cluster::attach(const ComputeConfig& config, co
 }
 
 Status Cluster::adopt_nodes() {
+  if (nodes_.size() > kMaxMemoryNodes) {
+    return Status(Errc::kInvalidArgument, fmt::format("{} memory nodes configured; at most {} are supported",
+                                                      nodes_.size(), kMaxMemoryNodes));
+  }
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const MemoryNodeInfo& n = nodes_[i];
     if (n.region.cluster_id != config_.cluster_id) {
@@ -101,12 +170,49 @@ Status Cluster::rebuild_placement(uint32_t replicas, uint32_t shards) {
     auto reps = placement_->replicas_of_shard(s);
     for (uint32_t r = 0; r < replicas; ++r) shard_replicas_[size_t{s} * replicas + r] = static_cast<uint16_t>(*index_of(reps[r]));
   }
+  return build_live_replicas(applied_failed_.load(std::memory_order_acquire));
+}
+
+Status Cluster::build_live_replicas(uint64_t failed) {
+  const uint32_t shards = placement_->shards();
+  std::vector<uint16_t> live(shard_replicas_.size(), 0);
+  std::vector<uint32_t> counts(shards, 0);
+  for (uint32_t s = 0; s < shards; ++s) {
+    for (uint32_t r = 0; r < replicas_; ++r) {
+      const uint16_t n = shard_replicas_[size_t{s} * replicas_ + r];
+      if (!((failed >> n) & 1)) live[size_t{s} * replicas_ + counts[s]++] = n;
+    }
+    if (counts[s] == 0) {
+      return Status(Errc::kUnavailable, fmt::format("shard {} has no live replica left (all {} of its memory nodes "
+                                                    "failed): its data is lost to this configuration",
+                                                    s, replicas_));
+    }
+  }
+  live_replicas_ = std::move(live);
+  live_counts_ = std::move(counts);
+  return Status::ok();
+}
+
+Status Cluster::apply_memory_failures() {
+  const uint64_t failed = declared_failed_.load(std::memory_order_acquire);
+  if (failed == applied_failed_.load(std::memory_order_acquire)) return Status::ok();
+  if (placement_) {
+    if (Status s = build_live_replicas(failed); !s) return s;
+  }
+  applied_failed_.store(failed, std::memory_order_release);
+  config_version_.fetch_add(1, std::memory_order_acq_rel);
+  logger_.info("memory configuration {}: {} of {} memory nodes live", config_version_.load(),
+               nodes_.size() - static_cast<size_t>(std::popcount(failed)), nodes_.size());
   return Status::ok();
 }
 
 std::vector<size_t> Cluster::log_node_indexes(uint16_t pid) const {
+  const uint64_t failed = applied_failed_.load(std::memory_order_acquire);
   std::vector<size_t> out;
-  for (uint32_t id : placement_->log_nodes_of(pid)) out.push_back(*index_of(id));
+  for (uint32_t id : placement_->log_nodes_of(pid)) {
+    const size_t i = *index_of(id);
+    if (!((failed >> i) & 1)) out.push_back(i);
+  }
   return out;
 }
 
@@ -123,7 +229,13 @@ Result<std::vector<std::unique_ptr<Connection>>> Cluster::open_connections() con
     return out;
   }
   const ClientIdentity me = config_.identity();
-  for (const auto& n : nodes_) {
+  const uint64_t failed = applied_failed_.load(std::memory_order_acquire);
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const MemoryNodeInfo& n = nodes_[i];
+    if ((failed >> i) & 1) {
+      out.push_back(std::make_unique<FailedNodeConnection>());
+      continue;
+    }
     auto conn = open_connection(n.endpoint, me, config_.connect_options());
     if (!conn) {
       return Status(conn.status().code(), fmt::format("data connection ({}) to memory node {}: {}",
@@ -138,14 +250,16 @@ Result<std::vector<std::unique_ptr<Connection>>> Cluster::open_connections() con
 Status Cluster::load_directory() {
   std::vector<std::vector<uint8_t>> raw(nodes_.size(), std::vector<uint8_t>(kTableDirBytes));
   OpBatch batch(bootstrap_raw_, config_.op_timeout * 2);
+  const uint64_t failed = applied_failed_.load(std::memory_order_acquire);
   for (size_t i = 0; i < nodes_.size(); ++i) {
-    batch.read(i, table_begin_, raw[i].data(), static_cast<uint32_t>(kTableDirBytes));
+    if (!((failed >> i) & 1)) batch.read(i, table_begin_, raw[i].data(), static_cast<uint32_t>(kTableDirBytes));
   }
   if (Status s = batch.run(); !s) return Status(s.code(), "reading the table directory: " + s.message());
   std::optional<TableDirectory> first;
   size_t first_index = 0;
   std::vector<uint8_t> first_bytes;
   for (size_t i = 0; i < nodes_.size(); ++i) {
+    if ((failed >> i) & 1) continue;
     auto d = decode_table_directory(raw[i]);
     if (!d) {
       return Status(d.status().code(), fmt::format("memory node {} (id {}): {}", nodes_[i].endpoint.to_string(),

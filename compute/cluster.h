@@ -13,6 +13,7 @@
 // connections with open_connections().
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -79,13 +80,43 @@ class Cluster {
   // This node's log lanes (ComputeConfig::effective_lane_slot).
   LaneSlot lane_slot() const { return config_.effective_lane_slot(); }
 
-  // Node indexes of the replicas of `shard`, preference order ([0] = primary).
+  // Node indexes of the live replicas of `shard` in the applied memory
+  // configuration, preference order ([0] = primary): f+1 of them until a
+  // memory node fails (see apply_memory_failures()).
   std::span<const uint16_t> replica_indexes(uint32_t shard) const {
-    return {&shard_replicas_[size_t{shard} * replicas_], replicas_};
+    return {&live_replicas_[size_t{shard} * replicas_], live_counts_[shard]};
   }
   uint32_t replicas() const { return replicas_; }
-  // Node indexes of `pid`'s log nodes.
+  // Node indexes of `pid`'s live log nodes (applied configuration).
   std::vector<size_t> log_node_indexes(uint16_t pid) const;
+
+  // Memory-node fail-over (ARCHITECTURE.md 5; seed 4.3.2.5), in two steps:
+  //
+  //  * declare_memory_failed(index): the failure detector says the node is
+  //    gone. Any thread, any time. A coordinator whose operation failed on
+  //    a declared node may give up on that node (compute/txn/failover.h):
+  //    decide its transaction by the live replicas instead of halting.
+  //  * apply_memory_failures(): primaries and log nodes switch to the live
+  //    replicas. Only while no transaction of this compute node is in
+  //    flight (every coordinator parked for the fail-over's pause): a
+  //    transaction that latched on the dead primary must be decided before
+  //    anyone may latch the object on its new primary. kUnavailable (and
+  //    nothing changes) when some shard or log would have no live replica.
+  //
+  // Indexes are below kMaxMemoryNodes; a declaration is never withdrawn.
+  static constexpr size_t kMaxMemoryNodes = 64;
+  void declare_memory_failed(size_t index) {
+    declared_failed_.fetch_or(uint64_t{1} << index, std::memory_order_acq_rel);
+  }
+  bool memory_failed(size_t index) const {
+    return (declared_failed_.load(std::memory_order_acquire) >> index) & 1;
+  }
+  uint64_t declared_failed_mask() const { return declared_failed_.load(std::memory_order_acquire); }
+  Status apply_memory_failures();
+  // The nodes excluded from placement by the last apply, and how many
+  // applies changed it (a coordinator re-reads its log nodes when it moves).
+  uint64_t applied_failed_mask() const { return applied_failed_.load(std::memory_order_acquire); }
+  uint64_t memory_config_version() const { return config_version_.load(std::memory_order_acquire); }
   // Region offset of lane `lane` on node `index`.
   uint64_t lane_address(size_t index, uint32_t lane) const {
     return lanes_.lane_offset(nodes_[index].region.log_offset, lane);
@@ -116,8 +147,17 @@ class Cluster {
   std::optional<TableDirectory> directory_;
   std::optional<Placement> placement_;
   LaneMap lanes_;
+  // Rebuilds live_replicas_/live_counts_ for `failed` (kUnavailable when a
+  // shard would have none; then nothing changes).
+  Status build_live_replicas(uint64_t failed);
+
   uint32_t replicas_ = 0;
-  std::vector<uint16_t> shard_replicas_;
+  std::vector<uint16_t> shard_replicas_;  // every replica, shards x replicas_
+  std::vector<uint16_t> live_replicas_;   // the live ones first, same stride
+  std::vector<uint32_t> live_counts_;     // per shard
+  std::atomic<uint64_t> declared_failed_{0};
+  std::atomic<uint64_t> applied_failed_{0};
+  std::atomic<uint64_t> config_version_{0};
   std::vector<std::unique_ptr<Connection>> bootstrap_;
   std::vector<Connection*> bootstrap_raw_;
   FailedIds failed_ids_;

@@ -195,6 +195,10 @@ void ComputeFlags::declare(OptionSet& opts) {
                   "missing-insert-log, covert-latches, relaxed-latches, lost-decision, logging-without-latching");
   opts.add_u64("op-timeout-ms", &op_timeout_ms, "a remote operation unanswered this long fails the connection", 1,
                3600 * 1000);
+  opts.add_u64("memory-failover-wait-ms", &memory_failover_wait_ms,
+               "with --zookeeper: how long a coordinator whose memory node stopped answering waits for the failure "
+               "detector to declare it failed (then its transaction is decided by the live replicas) before it halts",
+               0, 3600 * 1000);
   opts.add_u64("shards", &shards, "placement shards (loader only; compute nodes read it from the table directory)", 1,
                1u << 24);
   opts.add_size("lane-bytes", &lane_bytes, "bytes of one log lane (loader only; read from the directory)",
@@ -266,6 +270,8 @@ Result<ComputeConfig> ComputeFlags::resolve() const {
   if (!bugs) return bugs.status();
   c.bugs = *bugs;
   c.op_timeout = std::chrono::milliseconds(op_timeout_ms);
+  // Without a failure detector nobody declares a memory node failed.
+  c.memory_failover_wait = std::chrono::milliseconds(zookeeper.empty() ? 0 : memory_failover_wait_ms);
   c.frame_mac = frame_mac;
   Result<VerbsOptions> vo = rdma.to_options();
   if (!vo) return vo.status();

@@ -73,6 +73,10 @@ struct ComputeConfig {
   std::string secret;                      // the cluster secret itself (from --secret-file)
   uint16_t compute_id = 0;                 // this node's pid, 1..65535
   std::vector<Endpoint> memory_nodes;      // control endpoints of every memory daemon
+  // Memory nodes of memory_nodes that the failure detector declared failed
+  // (node id, endpoint; from the cluster record): not contacted, out of
+  // placement from the start (Cluster::connect).
+  std::vector<std::pair<uint32_t, Endpoint>> failed_memory_nodes;
   Backend backend = Backend::kTcp;
   uint32_t replicas = 1;                   // f+1
   uint32_t threads = 1;                    // worker threads
@@ -81,6 +85,10 @@ struct ComputeConfig {
   BugSwitches bugs;
   std::chrono::milliseconds op_timeout{5000};
   std::chrono::milliseconds connect_timeout{5000};
+  // How long a coordinator whose operations failed on a memory node waits
+  // for the failure detector to declare that node failed before it halts
+  // (compute/txn/failover.h). 0 (no failure detector): it halts at once.
+  std::chrono::milliseconds memory_failover_wait{0};
   // tcp: a MAC on every data-plane frame (ConnectOptions::frame_mac).
   bool frame_mac = false;
   // verbs: the RDMA device, port, GID and MTU (ConnectOptions::verbs).
@@ -138,6 +146,7 @@ struct ComputeFlags {
   std::string protocol = "pandora";
   std::string bug = "none";
   uint64_t op_timeout_ms = 5000;
+  uint64_t memory_failover_wait_ms = 10000;
   uint64_t shards = 1024;
   uint64_t lane_bytes = 16 * 1024;
   std::string zookeeper;
@@ -149,7 +158,7 @@ struct ComputeFlags {
 
   // Declares --memory-nodes, --cluster-id, --secret-file, --compute-id,
   // --backend, --replicas, --threads, --coordinators, --protocol, --bug,
-  // --op-timeout-ms, --shards, --lane-bytes, --zookeeper, --zk-root,
+  // --op-timeout-ms, --memory-failover-wait-ms, --shards, --lane-bytes, --zookeeper, --zk-root,
   // --fd-heartbeat-us, --push-listen, --frame-mac and the --rdma-* flags of
   // verbs.
   void declare(OptionSet& opts);

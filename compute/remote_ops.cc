@@ -58,9 +58,16 @@ bool RemoteOps::complete(const Completion& c) {
   op.done = true;
   op.status = c.status;
   op.value = c.value;
-  if (c.status != Errc::kOk && first_error_ == Errc::kOk) {
-    first_error_ = c.status;
-    first_error_node_ = op.node;
+  if (c.status != Errc::kOk) {
+    if (first_error_ == Errc::kOk) {
+      first_error_ = c.status;
+      first_error_node_ = op.node;
+    }
+    if (c.status == Errc::kDisconnected || c.status == Errc::kTimeout || c.status == Errc::kIo) {
+      if (op.node < 64) lost_nodes_ |= uint64_t{1} << op.node;
+    } else {
+      other_failure_ = true;
+    }
   }
   --outstanding_;
   return outstanding_ == 0;
@@ -68,8 +75,14 @@ bool RemoteOps::complete(const Completion& c) {
 
 void RemoteOps::reset() {
   ops_.clear();
+  clear_failures();
+}
+
+void RemoteOps::clear_failures() {
   first_error_ = Errc::kOk;
   first_error_node_ = 0;
+  lost_nodes_ = 0;
+  other_failure_ = false;
 }
 
 }  // namespace pandora

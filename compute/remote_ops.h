@@ -39,6 +39,9 @@ class Suspender {
  public:
   virtual ~Suspender() = default;
   virtual void suspend() = 0;
+  // Lets the other coordinators run and returns soon even when nothing
+  // completed (for waits on something other than own operations).
+  virtual void yield() = 0;
 };
 
 class RemoteOps {
@@ -74,6 +77,18 @@ class RemoteOps {
   // First failed operation since reset() (kOk if none), with its node.
   Errc first_error() const { return first_error_; }
   size_t first_error_node() const { return first_error_node_; }
+  size_t node_of(OpId id) const { return ops_[id].node; }
+  // Since reset() or clear_failures(): the nodes (bit = node index) where an
+  // operation failed as a lost node does (disconnected, timed out, I/O), and
+  // whether any failed otherwise (fenced, a bad address): only the former
+  // can be a memory node's crash (compute/txn/failover.h).
+  uint64_t lost_node_mask() const { return lost_nodes_; }
+  bool other_failure() const { return other_failure_; }
+  // Forgets the failures seen so far (the operations keep their status):
+  // first_error() is kOk again. For a coordinator that accounted for them.
+  void clear_failures();
+  // Lets the other coordinators of this worker run (Suspender::yield).
+  void yield() { suspender_.yield(); }
 
   // Forgets all ops; only when nothing is outstanding.
   void reset();
@@ -102,6 +117,8 @@ class RemoteOps {
   size_t outstanding_ = 0;
   Errc first_error_ = Errc::kOk;
   size_t first_error_node_ = 0;
+  uint64_t lost_nodes_ = 0;
+  bool other_failure_ = false;
   OpCounters counters_;
 };
 

@@ -56,7 +56,7 @@ class Coordinator final : public Suspender {
   // Lets the other coordinators of this thread run, and returns at the
   // worker's next round even when nothing completed (for code that waits
   // on something other than its own operations, e.g. a pause flag).
-  void yield();
+  void yield() override;
 
  private:
   friend class Worker;

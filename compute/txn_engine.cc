@@ -7,6 +7,7 @@
 #include "compute/txn/abort.h"
 #include "compute/txn/commit.h"
 #include "compute/txn/execution.h"
+#include "compute/txn/failover.h"
 #include "compute/txn/protocol.h"
 #include "compute/txn/report.h"
 
@@ -25,6 +26,11 @@ void TxnEngine::begin() {
   const bool released = txn::collect_releases(ctx_);
   const Status halt_detail = released ? Status() : ctx_.detail;
   ctx_.ops.reset();
+  if (const uint64_t v = ctx_.cluster.memory_config_version(); v != ctx_.memory_config) {
+    // A memory node's fail-over moved this node's log to the live log nodes.
+    ctx_.memory_config = v;
+    ctx_.log_nodes = ctx_.cluster.log_node_indexes(ctx_.pid);
+  }
   ctx_.items.clear();
   ctx_.absent.clear();
   ++ctx_.seq;
@@ -77,10 +83,16 @@ AbortReason TxnEngine::start_call(uint32_t table, const TableEntry** t, const st
 }
 
 AbortReason TxnEngine::transport_failure() {
+  if (txn::fail_over(ctx_) != txn::FailoverOutcome::kNotApplicable) return ctx_.state;
+  describe_transport_failure();
+  return txn::abort_transaction(ctx_, AbortReason::kTransport);
+}
+
+void TxnEngine::describe_transport_failure() {
+  if (!ctx_.detail.is_ok()) return;
   const size_t node = ctx_.ops.first_error_node();
   ctx_.detail = Status(ctx_.ops.first_error(), fmt::format("remote operation on memory node {} failed",
                                                            ctx_.cluster.node(node).endpoint.to_string()));
-  return txn::abort_transaction(ctx_, AbortReason::kTransport);
 }
 
 AbortReason TxnEngine::abort_for(AbortReason r) {
@@ -152,11 +164,20 @@ CommitOutcome TxnEngine::commit() {
   }
   for (const txn::PlanStep& step : ctx_.plan.steps()) {
     if (AbortReason r = step.run(ctx_); r != AbortReason::kNone) {
-      if (r == AbortReason::kTransport && ctx_.detail.is_ok()) {
-        transport_failure();
-      } else {
-        txn::abort_transaction(ctx_, r);
+      if (r == AbortReason::kTransport) {
+        switch (txn::fail_over(ctx_)) {
+          case txn::FailoverOutcome::kCommitted:
+            txn::account_finish(ctx_, true, AbortReason::kNone);
+            active_ = false;
+            return CommitOutcome{true, AbortReason::kNone, {}};
+          case txn::FailoverOutcome::kEnded:
+            return ended();
+          case txn::FailoverOutcome::kNotApplicable:
+            describe_transport_failure();
+            break;
+        }
       }
+      txn::abort_transaction(ctx_, r);
       return ended();
     }
   }

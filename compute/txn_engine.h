@@ -105,6 +105,8 @@ class TxnEngine final : public Txn {
   // gets its detail first).
   AbortReason abort_for(AbortReason r);
   AbortReason transport_failure();
+  // ctx_.detail names the first failed operation's node (unless set already).
+  void describe_transport_failure();
   CommitOutcome ended();
 
   txn::TxnContext ctx_;

@@ -5,7 +5,8 @@
 // the value, then version+1 and meta last, so a reader that sees the new
 // version sees the whole new value; the latch word is never overwritten.
 // A failed commit WRITE leaves the transaction undecided (latches kept for
-// recovery, the coordinator halts), never aborted.
+// recovery, the coordinator halts), never aborted - unless the failure was
+// a memory node's crash, decided by the live replicas (txn/failover.h).
 //
 // The releases complete in the background of the coordinator: the next
 // begin() (or the scheduler's drain when the task ends) waits for them and
@@ -19,8 +20,13 @@
 
 namespace pandora::txn {
 
-// Plan step kCommitWrites: posts every commit WRITE and waits.
+// Plan step kCommitWrites: posts every commit WRITE and waits. A failure
+// returns kTransport with ctx.detail set (the transaction is logged: the
+// engine keeps its latches, or fails it over: txn/failover.h).
 AbortReason commit_writes(TxnContext& ctx);
+// Posts the commit WRITEs of every installed item to each of its replicas
+// except those in `skip_nodes` (bit = node index); no wait.
+void post_commit_writes(TxnContext& ctx, uint64_t skip_nodes = 0);
 // Plan step kUnlatch: posts the release of every latch held (waits only
 // when stepwise, for the crash points); never fails.
 AbortReason unlatch(TxnContext& ctx);

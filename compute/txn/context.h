@@ -133,7 +133,8 @@ struct TxnContext {
   const uint16_t coordinator;
   const uint16_t pid;
   uint32_t lane = 0;                 // UINT32_MAX: this coordinator has no lane
-  std::vector<size_t> log_nodes;     // the f+1 log nodes of this pid
+  std::vector<size_t> log_nodes;     // the live log nodes of this pid (f+1 until a memory node fails)
+  uint64_t memory_config = 0;        // Cluster::memory_config_version() log_nodes was read at
   const Protocol* protocol = nullptr;
   TxnPlan plan;
 

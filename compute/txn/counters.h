@@ -59,6 +59,7 @@ struct TxnCounters {
   std::array<uint64_t, kAbortReasons> aborts{};  // by AbortReason
   OpCounters committed_ops;                      // remote ops of committed transactions
   OpCounters all_ops;                            // of every transaction
+  uint64_t memory_failovers = 0;                 // transactions decided by the live replicas (txn/failover.h)
 
   uint64_t total_aborts() const {
     uint64_t n = 0;

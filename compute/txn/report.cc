@@ -10,6 +10,7 @@ TxnCounters& TxnCounters::operator+=(const TxnCounters& o) {
   for (size_t i = 0; i < aborts.size(); ++i) aborts[i] += o.aborts[i];
   committed_ops += o.committed_ops;
   all_ops += o.all_ops;
+  memory_failovers += o.memory_failovers;
   return *this;
 }
 

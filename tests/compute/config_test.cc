@@ -115,24 +115,48 @@ TEST(ComputeConfig, ReplicasDefaultToTwoWhenTwoMemoryNodesExist) {
   EXPECT_EQ(resolve("127.0.0.1:7000,127.0.0.1:7001", "1"), 1u);
 }
 
-// The flags a transport and a multi-host deployment add: --backend verbs with
-// its --rdma-* flags, --push-listen.
-TEST(ComputeConfig, VerbsAndPushListenFlagsAreCheckedAndCarried) {
-  testing::TempDir dir;
-  const std::string secret = dir.path() + "/secret";
-  std::ofstream(secret) << "hunter2-hunter2-hunter2\n";
-  ::chmod(secret.c_str(), 0600);
-  auto resolve = [&](std::vector<const char*> extra) {
+// Parses `base` + extra flags (and a secret file of its own) into a
+// ComputeConfig.
+class FlagResolver {
+ public:
+  explicit FlagResolver(std::vector<const char*> base) : base_(std::move(base)) {
+    std::ofstream(secret_) << "hunter2-hunter2-hunter2\n";
+    ::chmod(secret_.c_str(), 0600);
+  }
+  Result<ComputeConfig> operator()(std::vector<const char*> extra) const {
     ComputeFlags flags;
     OptionSet opts("test", "test");
     flags.declare(opts);
-    std::vector<const char*> argv = {"test", "--memory-nodes", "127.0.0.1:7000", "--cluster-id", "9",
-                                     "--secret-file", secret.c_str(), "--compute-id", "4"};
+    std::vector<const char*> argv = {"test", "--secret-file", secret_.c_str()};
+    argv.insert(argv.end(), base_.begin(), base_.end());
     argv.insert(argv.end(), extra.begin(), extra.end());
     std::string msg;
     EXPECT_EQ(opts.parse(static_cast<int>(argv.size()), argv.data(), &msg), OptionSet::Outcome::kRun) << msg;
     return flags.resolve();
-  };
+  }
+
+ private:
+  testing::TempDir dir_;
+  std::string secret_ = dir_.path() + "/secret";
+  std::vector<const char*> base_;
+};
+
+// A coordinator waits for a memory node to be declared failed only where a
+// failure detector can declare it (--zookeeper).
+TEST(ComputeConfig, MemoryFailoverWaitNeedsAFailureDetector) {
+  const FlagResolver resolve({"--cluster-id", "9", "--zookeeper", "127.0.0.1:2181"});
+  auto zk = resolve({});
+  ASSERT_TRUE(zk) << zk.status().to_string();
+  EXPECT_EQ(zk->memory_failover_wait, std::chrono::seconds(10));
+  auto zk_short = resolve({"--memory-failover-wait-ms", "250"});
+  ASSERT_TRUE(zk_short) << zk_short.status().to_string();
+  EXPECT_EQ(zk_short->memory_failover_wait, std::chrono::milliseconds(250));
+}
+
+// The flags a transport and a multi-host deployment add: --backend verbs with
+// its --rdma-* flags, --push-listen.
+TEST(ComputeConfig, VerbsAndPushListenFlagsAreCheckedAndCarried) {
+  const FlagResolver resolve({"--memory-nodes", "127.0.0.1:7000", "--cluster-id", "9", "--compute-id", "4"});
   auto v = resolve({"--backend", "verbs", "--rdma-device", "rxe0", "--rdma-port", "1", "--rdma-gid-index", "3",
                     "--rdma-mtu", "1024", "--push-listen", "10.213.0.7"});
   ASSERT_TRUE(v) << v.status().to_string();
@@ -147,6 +171,7 @@ TEST(ComputeConfig, VerbsAndPushListenFlagsAreCheckedAndCarried) {
   ASSERT_TRUE(d) << d.status().to_string();
   EXPECT_EQ(d->verbs.gid_index, -1) << "auto discovers the GID";
   EXPECT_EQ(d->push_host, "127.0.0.1");
+  EXPECT_EQ(d->memory_failover_wait.count(), 0) << "no --zookeeper: nobody would declare a memory node failed";
 
   for (std::vector<const char*> bad : {std::vector<const char*>{"--rdma-mtu", "1000"},
                                        std::vector<const char*>{"--rdma-gid-index", "x"},

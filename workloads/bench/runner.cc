@@ -40,14 +40,16 @@ struct CoordinatorSlot {
 // After a transport failure: is this node fenced, or is a memory node lost?
 // The connections tell (a broken connection stays broken), not the failed
 // operation alone: its error may be that of another node's connection.
-void classify_transport_failure(Coordinator& c, CoordinatorSlot& s) {
+void classify_transport_failure(const Cluster& cluster, Coordinator& c, CoordinatorSlot& s) {
   if (c.engine().last_detail().code() == Errc::kFenced) s.fenced = true;
   RemoteOps& ops = c.ops();
   for (size_t n = 0; n < ops.node_count(); ++n) {
     const Errc h = ops.link_health(n);
     if (h == Errc::kFenced) {
       s.fenced = true;
-    } else if (h != Errc::kOk && !s.lost_node) {
+    } else if (h != Errc::kOk && !s.lost_node && !cluster.memory_failed(n)) {
+      // A node declared failed is failed over (compute/txn/failover.h):
+      // the transaction was decided by the live replicas; run on.
       s.lost_node = static_cast<uint32_t>(n);
       s.lost_node_error = h;
     }
@@ -182,7 +184,7 @@ Result<RunStats> run_workload(Scheduler& scheduler, const Workload& workload, ui
         // Left undecided (halted) means its outcome is unknown; any earlier
         // transport failure aborted it with nothing written.
         if (!undecided_before && c.engine().left_undecided()) ++s.uncertain;
-        classify_transport_failure(c, s);
+        classify_transport_failure(scheduler.worker(0).cluster(), c, s);
       }
       // Fenced or a memory node lost: nothing this node does can commit any
       // more; stop at once instead of retrying (recovery decides the rest).

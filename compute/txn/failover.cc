@@ -1,0 +1,83 @@
+#include "compute/txn/failover.h"
+
+#include <fmt/format.h>
+
+#include "compute/txn/abort.h"
+#include "compute/txn/commit.h"
+#include "compute/txn/protocol.h"
+#include "compute/txn/report.h"
+
+namespace pandora::txn {
+
+namespace {
+
+std::string node_names(const TxnContext& ctx, uint64_t nodes) {
+  std::string out;
+  for (size_t n = 0; n < ctx.cluster.node_count(); ++n) {
+    if (!((nodes >> n) & 1)) continue;
+    if (!out.empty()) out += ", ";
+    out += ctx.cluster.node(n).endpoint.to_string();
+  }
+  return out;
+}
+
+}  // namespace
+
+bool await_memory_declaration(TxnContext& ctx, uint64_t nodes) {
+  const auto wait = ctx.cluster.config().memory_failover_wait;
+  if (nodes == 0) return true;
+  if (wait.count() <= 0) return false;
+  const TimeSource& time = ctx.cluster.time();
+  const uint64_t deadline = time.realtime_ns() + static_cast<uint64_t>(wait.count()) * 1'000'000;
+  while ((nodes & ~ctx.cluster.declared_failed_mask()) != 0) {
+    if (time.realtime_ns() >= deadline) return false;
+    ctx.ops.yield();
+  }
+  return true;
+}
+
+FailoverOutcome fail_over(TxnContext& ctx) {
+  if (ctx.protocol->mode() != ProtocolMode::kPandora || ctx.state != AbortReason::kNone) {
+    return FailoverOutcome::kNotApplicable;
+  }
+  ctx.ops.wait_all();
+  const uint64_t lost = ctx.ops.lost_node_mask();
+  if (lost == 0 || ctx.ops.other_failure()) return FailoverOutcome::kNotApplicable;
+  if (!await_memory_declaration(ctx, lost)) return FailoverOutcome::kNotApplicable;
+
+  // Every failure was on a node that is gone for good, and so are the
+  // latches it held there.
+  const uint64_t failed = ctx.cluster.declared_failed_mask();
+  for (Item& it : ctx.items) {
+    for (size_t r = 0; r < it.latches.size() && r < it.replicas.size(); ++r) {
+      if ((failed >> it.replicas[r]) & 1) it.latches[r] = ReplicaLatch{};
+    }
+  }
+  ctx.ops.clear_failures();
+  const std::string names = node_names(ctx, lost);
+  ctx.acct.counters.memory_failovers++;
+
+  if (!ctx.logged) {
+    ctx.detail = Status(Errc::kDisconnected,
+                        fmt::format("memory node {} failed; the transaction aborted (retry it)", names));
+    abort_transaction(ctx, AbortReason::kTransport);
+    return FailoverOutcome::kEnded;
+  }
+  // Validated and logged: its outcome is commit. Complete it on the live
+  // replicas.
+  post_commit_writes(ctx, failed);
+  ctx.ops.wait_all();
+  if (!ctx.all_ok()) {
+    leave_undecided(ctx, AbortReason::kTransport,
+                    Status(ctx.ops.first_error(),
+                           fmt::format("memory node {} failed and a commit WRITE to a live replica failed too; "
+                                       "latches kept for recovery",
+                                       names)));
+    return FailoverOutcome::kEnded;
+  }
+  report_committed(ctx);
+  unlatch(ctx);
+  return FailoverOutcome::kCommitted;
+}
+
+}  // namespace pandora::txn
