@@ -27,16 +27,30 @@ struct ClientState {
   explicit ClientState(Logger l) : logger(std::move(l)) {}
   ~ClientState() {
     if (membership) membership->detach();  // stop writing failed-ids before the cluster goes
-    cluster.reset();  // connections closed before the departure is written
+    {
+      std::lock_guard<std::mutex> g(cluster_mu);  // a pause's ack may be applying on the membership's thread
+      cluster.reset();  // connections closed before the departure is written
+    }
     if (membership && !membership->fenced()) {
       if (Status s = membership->leave(); !s) logger.warn("leaving the cluster: {}", s.to_string());
     }
   }
 
   Logger logger;
+  std::mutex cluster_mu;  // `cluster` reset vs. a pause's ack applying a memory fail-over
   // ford's stop-the-world pauses park the sessions here. Declared before
   // the membership, whose thread feeds it: destroyed after it.
   PauseGate gate{[this](uint64_t e) {
+                   // No session is inside a transaction: a memory node's
+                   // fail-over may switch primaries now, before the ack.
+                   {
+                     std::lock_guard<std::mutex> g(cluster_mu);
+                     if (!cluster) return;  // closing
+                     if (Status s = cluster->apply_memory_failures(); !s) {
+                       logger.error("pause {}: {}; not acknowledging it", e, s.to_string());
+                       return;
+                     }
+                   }
                    if (membership) membership->ack_pause(e);
                  },
                  [this](uint64_t e) {
@@ -164,10 +178,9 @@ Result<std::unique_ptr<Client>> Client::connect(const ClientOptions& options) {
   state->cluster = std::move(*cluster);
   if (state->membership) {
     state->detach.reset(state->membership.get());
-    if (Status s = state->membership->attach(state->cluster->failed_ids()); !s) return s;
-    if (state->cluster->config().protocol == ProtocolMode::kFord) {
-      state->membership->on_pause([gate = &state->gate](uint64_t e) { gate->set_epoch(e); });
-    }
+    if (Status s = state->membership->attach(*state->cluster); !s) return s;
+    // ford's recoveries and every memory node's fail-over stop the world.
+    state->membership->on_pause([gate = &state->gate](uint64_t e) { gate->set_epoch(e); });
   }
   // No directory yet is fine (create_tables() follows); one this process
   // cannot use (another cluster's, lanes that do not fit) is an error now.

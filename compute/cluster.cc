@@ -201,7 +201,8 @@ Status Cluster::apply_memory_failures() {
   }
   applied_failed_.store(failed, std::memory_order_release);
   config_version_.fetch_add(1, std::memory_order_acq_rel);
-  logger_.info("memory configuration {}: {} of {} memory nodes live", config_version_.load(),
+  // Warn: an operator must know the data now has fewer copies.
+  logger_.warn("memory configuration {}: {} of {} memory nodes live", config_version_.load(),
                nodes_.size() - static_cast<size_t>(std::popcount(failed)), nodes_.size());
   return Status::ok();
 }

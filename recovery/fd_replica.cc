@@ -185,7 +185,7 @@ class Replica {
       }
       bool trouble = false;
       if (hk_flags_.replicas.exchange(false)) trouble |= !refresh_replicas();
-      if (hk_flags_.members.exchange(false)) trouble |= !refresh_members();
+      if (hk_flags_.members.exchange(false)) trouble |= !refresh_members() || !retire_failed_memory_nodes();
       if (leader_.load(std::memory_order_acquire) && t >= next_recycle_check) {
         next_recycle_check = t + std::chrono::seconds(1);
         check_recycling();
@@ -306,6 +306,20 @@ class Replica {
     return complete;
   }
 
+  // Memory nodes the cluster record lists as failed (over) are never
+  // watched again (fd::Detector::retire_memory_node): a replica that was
+  // not the leader when one failed stops suspecting it, and a daemon that
+  // comes back under its id is not failed over twice.
+  bool retire_failed_memory_nodes() {
+    auto cr = registry_->read_cluster();
+    if (!cr) {
+      log_.warn("reading the cluster record: {}", cr.status().to_string());
+      return false;
+    }
+    for (const FailedMemoryNode& f : cr->failed_memory) detector_->retire_memory_node(f.node_id);
+    return true;
+  }
+
   // Called by the leader once it has recovered `pids` (in ford mode every
   // failed pid so far: only those still watched cost an unwatch).
   void unwatch_recovered(const std::vector<uint16_t>& pids) {
@@ -385,11 +399,21 @@ class Replica {
     maybe_recycle();
     for (const fd::FailedNode& f : detector_->wait_failed(std::chrono::milliseconds(20))) {
       if (f.kind != wire::SenderKind::kCompute) {
-        // Memory-node fail-over does not exist yet: say so once, and stop
-        // watching it (a failure left watched is reported on every call).
-        log_.error("memory node {} missed by a majority of replicas: memory-node fail-over is not implemented",
-                   f.id);
-        detector_->unwatch(f.kind, f.id);
+        log_.info("memory node {} missed by a majority of replicas: failing it over", f.id);
+        if (Status s = lead_->coordinator->fail_over_memory_node(f.id); !s) {
+          if (s.code() == Errc::kUnsupported || s.code() == Errc::kNotFound || s.code() == Errc::kUnavailable) {
+            // Nothing a retry changes: say so once, and stop watching it (a
+            // failure left watched is reported on every call).
+            log_.error("memory node {}: {}", f.id, s.to_string());
+            detector_->unwatch(f.kind, f.id);
+            continue;
+          }
+          log_.warn("fail-over of memory node {}: {} (will retry)", f.id, s.to_string());
+          drop_data_plane_if_broken(s);
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          return 0;
+        }
+        detector_->retire_memory_node(f.id);
         continue;
       }
       const uint16_t pid = static_cast<uint16_t>(f.id);
@@ -466,13 +490,18 @@ class Replica {
   }
 
   Status connect_data_plane() {
-    const ClusterRecord& cr = registry_->cluster();
+    // Fresh: memory nodes failed since this replica opened the registry
+    // must not be contacted.
+    auto fresh = registry_->refresh_cluster();
+    if (!fresh) return fresh.status();
+    const ClusterRecord& cr = *fresh;
     ComputeConfig c;
     c.cluster_id = o_.cluster_id;
     c.secret = o_.secret;
     c.compute_id = lead_->member->pid();
     c.lane_slot = lead_->member->slot();
     c.memory_nodes = cr.memory_nodes;
+    for (const FailedMemoryNode& f : cr.failed_memory) c.failed_memory_nodes.emplace_back(f.node_id, f.endpoint);
     c.backend = o_.backend;
     c.replicas = static_cast<uint32_t>(std::min<size_t>(2, cr.memory_nodes.size()));
     c.threads = 1;
@@ -486,7 +515,7 @@ class Replica {
       return Status(s.code(), "reading the table directory (are the tables loaded?): " + s.message());
     }
     lead_->cluster = std::move(*cl);
-    if (Status s = lead_->member->attach(lead_->cluster->failed_ids()); !s) return s;
+    if (Status s = lead_->member->attach(*lead_->cluster); !s) return s;
 
     RecoveryCoordinatorOptions ro;
     ro.cluster_id = o_.cluster_id;

@@ -107,8 +107,19 @@ void Membership::stop_threads() {
 }
 
 void Membership::detach() {
-  std::lock_guard<std::mutex> g(ids_mu_);
-  ids_.store(nullptr, std::memory_order_release);
+  {
+    std::lock_guard<std::mutex> g(ids_mu_);
+    ids_.store(nullptr, std::memory_order_release);
+  }
+  std::lock_guard<std::mutex> g(memfail_mu_);
+  on_memory_failure_ = nullptr;
+}
+
+Status Membership::attach(Cluster& cluster) {
+  on_memory_failure([&cluster](uint32_t node_id) {
+    if (const std::optional<size_t> i = cluster.index_of(node_id)) cluster.declare_memory_failed(*i);
+  });
+  return attach(cluster.failed_ids());
 }
 
 Status Membership::leave() {
@@ -285,6 +296,22 @@ void Membership::refresh_pause() {
     pause_changed_ = true;
     return;
   }
+  if (*epoch != 0 && *epoch != pause_epoch_.load(std::memory_order_acquire)) {
+    // A pause may be a memory node's fail-over: declare the failed memory
+    // nodes before anyone parks, so coordinators waiting on one inside a
+    // transaction can decide it and park too (compute/txn/failover.h).
+    auto cr = registry_->read_cluster();
+    if (!cr) {
+      logger_.warn("reading the cluster record for pause {}: {} (retrying)", *epoch, cr.status().to_string());
+      std::lock_guard<std::mutex> g(mu_);
+      pause_changed_ = true;
+      return;
+    }
+    std::lock_guard<std::mutex> g(memfail_mu_);  // detach() waits for the callback's end
+    for (const FailedMemoryNode& f : cr->failed_memory) {
+      if (on_memory_failure_) on_memory_failure_(f.node_id);
+    }
+  }
   const uint64_t before = pause_epoch_.exchange(*epoch, std::memory_order_acq_rel);
   if (before != *epoch) {
     if (*epoch) logger_.info("stop-the-world pause {} requested: parking", *epoch);
@@ -305,6 +332,11 @@ void Membership::on_pause(std::function<void(uint64_t)> f) {
     pause_changed_ = true;  // deliver the current epoch
   }
   cv_.notify_all();
+}
+
+void Membership::on_memory_failure(std::function<void(uint32_t)> f) {
+  std::lock_guard<std::mutex> g(memfail_mu_);
+  on_memory_failure_ = std::move(f);
 }
 
 void Membership::stop_heartbeats() {
@@ -390,6 +422,7 @@ Result<std::unique_ptr<Membership>> join_as_compute_node(ComputeConfig& c, const
                                                cr.protocol, protocol_name(c.protocol)));
   }
   if (c.memory_nodes.empty()) c.memory_nodes = cr.memory_nodes;
+  for (const FailedMemoryNode& f : cr.failed_memory) c.failed_memory_nodes.emplace_back(f.node_id, f.endpoint);
   if (c.replicas == 0) c.replicas = static_cast<uint32_t>(std::min<size_t>(2, c.memory_nodes.size()));
   if (cr.lane_bytes != 0) c.lane_bytes = cr.lane_bytes;
   c.compute_id = (*m)->pid();

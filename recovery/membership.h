@@ -27,6 +27,7 @@
 #include "common/logger.h"
 #include "common/status.h"
 #include "common/zk/zk_client.h"
+#include "compute/cluster.h"
 #include "compute/fd_link.h"
 #include "recovery/registry.h"
 
@@ -63,8 +64,12 @@ class Membership {
   // and push). `ids` must outlive this object, or detach() must be called
   // before it goes.
   Status attach(FailedIds& ids);
-  // Stops touching the set given to attach(): once this returns, no thread
-  // of this object reads or writes it. Idempotent; leave() implies it.
+  // attach(cluster.failed_ids()), and the memory nodes declared failed by
+  // the cluster record feed cluster.declare_memory_failed (on_memory_failure).
+  // The cluster must outlive this object, or detach() be called first.
+  Status attach(Cluster& cluster);
+  // Stops touching the set (and cluster) given to attach(): once this
+  // returns, no thread of this object reads or writes it. Idempotent; leave() implies it.
   void detach();
 
   // This node's own pid was published as failed: it has been fenced.
@@ -94,6 +99,12 @@ class Membership {
   // it is read from ZooKeeper, and once soon after this call: feeds a
   // PauseGate (compute/pause_gate.h). Idempotent calls; set it once.
   void on_pause(std::function<void(uint64_t)> f);
+  // Called on an internal thread with each memory node id the cluster
+  // record lists as failed, whenever a pause begins and before
+  // pause_requested() shows it (a memory node's fail-over is such a pause):
+  // feeds Cluster::declare_memory_failed. Idempotent calls; set it once,
+  // before attach().
+  void on_memory_failure(std::function<void(uint32_t node_id)> f);
   // Stops this node's heartbeats for good: the failure detector declares
   // it failed, fences and recovers it. For a node that needs recovery
   // itself and has no other way to say so (it refused a pause).
@@ -152,6 +163,8 @@ class Membership {
   bool closing_ = false;          // guarded by mu_
   std::function<void()> on_fenced_;
   std::function<void(uint64_t)> on_pause_;  // guarded by mu_
+  std::mutex memfail_mu_;  // on_memory_failure_ calls vs. detach()
+  std::function<void(uint32_t)> on_memory_failure_;  // guarded by memfail_mu_
   std::mutex link_mu_;  // link_ stopped by stop_heartbeats() vs. stop_threads()
   std::thread watcher_;
 };

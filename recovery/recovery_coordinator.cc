@@ -30,15 +30,36 @@ RecoveryCoordinator::RecoveryCoordinator(Registry& registry, Cluster& cluster, R
       crash_(crash),
       admin_(registry.cluster().cluster_id, options_.secret, options_.control_timeout) {}
 
+namespace {
+
+// A stop-the-world pause's epoch: unique per pause (CLOCK_REALTIME ns).
+uint64_t new_pause_epoch() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+}
+
+// Whatever happens while the world stands still, it resumes when this goes
+// (a dead leader's pause is taken over by the next one, which resumes it).
+struct EndPause {
+  Registry& registry;
+  Logger& log;
+  ~EndPause() {
+    if (Status s = registry.end_pause(); !s) log.warn("ending the pause: {}", s.to_string());
+  }
+};
+
+}  // namespace
+
 Status fence_at_every_memory_node(const ClusterRecord& cluster, const std::string& secret, uint16_t pid,
                                   std::chrono::milliseconds timeout) {
-  return AdminSessions(cluster.cluster_id, secret, timeout).fence(cluster.memory_nodes, pid);
+  return AdminSessions(cluster.cluster_id, secret, timeout).fence(live_memory_nodes(cluster), pid);
 }
 
 Status at_every_memory_node(const ClusterRecord& cluster, const std::string& secret,
                             std::chrono::milliseconds timeout, std::string_view what,
                             const std::function<Status(ControlClient&)>& op) {
-  return AdminSessions(cluster.cluster_id, secret, timeout).at_every(cluster.memory_nodes, what, op);
+  return AdminSessions(cluster.cluster_id, secret, timeout).at_every(live_memory_nodes(cluster), what, op);
 }
 
 Status retire_member(Registry& registry, const std::string& secret, uint16_t pid, uint32_t replica_id,
@@ -51,14 +72,18 @@ Status retire_member(Registry& registry, const std::string& secret, uint16_t pid
   if (*member) rec.slot = (*member)->slot;
   if (Status s = registry.start_recovery(rec); !s) return s;
   if (fence) {
-    if (Status s = fence_at_every_memory_node(registry.cluster(), secret, pid, timeout); !s) return s;
+    // The record as it is now: a memory node failed over since this
+    // registry was opened must not be contacted.
+    auto cluster = registry.read_cluster();
+    if (!cluster) return cluster.status();
+    if (Status s = fence_at_every_memory_node(*cluster, secret, pid, timeout); !s) return s;
   }
   if (Status s = registry.publish_failed(rec); !s) return s;
   return registry.finish_recovery(rec);
 }
 
 Status RecoveryCoordinator::fence_everywhere(uint16_t pid) {
-  return admin_.fence(registry_.cluster().memory_nodes, pid);
+  return admin_.fence(live_memory_nodes(registry_.cluster()), pid);
 }
 
 Result<RecoveryRecord> RecoveryCoordinator::recover(uint16_t pid, uint64_t detected_ns, const MemberRecord* known) {
@@ -207,31 +232,15 @@ Result<RecoveryRecord> RecoveryCoordinator::recover_stopped_world(uint16_t pid, 
 
   // Stop the world: every live compute node parks and acknowledges.
   const auto pause_start = Clock::now();
-  const uint64_t epoch = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count());
+  const uint64_t epoch = new_pause_epoch();
   std::vector<uint16_t> batch{pid};
   if (Status s = registry_.begin_pause(epoch, batch); !s) return s;
-  // Whatever happens below, the world resumes (a dead leader's pause is
-  // taken over by the next one, which resumes it).
-  struct Resume {
-    Registry& r;
-    Logger& log;
-    ~Resume() {
-      if (Status s = r.end_pause(); !s) log.warn("ending the pause: {}", s.to_string());
-    }
-  } resume{registry_, logger_};
+  const EndPause resume{registry_, logger_};
   const auto deadline = Clock::now() + options_.park_timeout;
   for (;;) {
-    auto members = registry_.members();
-    if (!members) return members.status();
-    auto acks = registry_.pause_acks(epoch);
-    if (!acks) return acks.status();
-    std::vector<uint16_t> missing;
-    for (const MemberRecord& m : *members) {
-      if (m.role != MemberRole::kCompute || std::find(batch.begin(), batch.end(), m.pid) != batch.end()) continue;
-      if (!std::binary_search(acks->begin(), acks->end(), m.pid)) missing.push_back(m.pid);
-    }
+    auto unparked = not_parked(epoch, batch);
+    if (!unparked) return unparked.status();
+    const std::vector<uint16_t>& missing = *unparked;
     if (missing.empty()) break;
     if (options_.failed_now) {
       bool added = false;
@@ -315,6 +324,78 @@ Result<RecoveryRecord> RecoveryCoordinator::recover_stopped_world(uint16_t pid, 
   return rec;
 }
 
+Result<std::vector<uint16_t>> RecoveryCoordinator::not_parked(uint64_t epoch, const std::vector<uint16_t>& except) {
+  auto members = registry_.members();
+  if (!members) return members.status();
+  auto acks = registry_.pause_acks(epoch);
+  if (!acks) return acks.status();
+  std::vector<uint16_t> missing;
+  for (const MemberRecord& m : *members) {
+    if (m.role != MemberRole::kCompute || std::find(except.begin(), except.end(), m.pid) != except.end()) continue;
+    if (!std::binary_search(acks->begin(), acks->end(), m.pid)) missing.push_back(m.pid);
+  }
+  return missing;
+}
+
+Status RecoveryCoordinator::fail_over_memory_node(uint32_t node_id) {
+  if (registry_.cluster().protocol != "pandora") {
+    return Status(Errc::kUnsupported,
+                  fmt::format("memory-node fail-over is implemented for protocol pandora only (this cluster runs {})",
+                              registry_.cluster().protocol));
+  }
+  const std::optional<size_t> index = cluster_.index_of(node_id);
+  if (!index) {
+    return Status(Errc::kNotFound, fmt::format("memory node id {} is not in this cluster's configuration", node_id));
+  }
+  // This coordinator's own view first: if the node held every replica of
+  // some shard, nothing is switched anywhere (the data is lost).
+  cluster_.declare_memory_failed(*index);
+  if (Status s = cluster_.apply_memory_failures(); !s) return s;
+  // 1. Out of the configuration for good (whoever reads the record from
+  // now on - joining nodes, a new leader - never contacts it), and, in the
+  // same ZooKeeper write, 2. the world stops: Membership declares the node
+  // when the pause appears, coordinators decide their transactions and
+  // park, primaries switch at the acknowledgement.
+  const auto pause_start = Clock::now();
+  const uint64_t epoch = new_pause_epoch();
+  auto record = registry_.fail_memory_node(FailedMemoryNode{node_id, cluster_.node(*index).endpoint}, epoch);
+  if (!record) return record.status();
+  const EndPause resume{registry_, logger_};
+  const uint64_t record_us = us_since(pause_start);
+  std::vector<uint16_t> recovered;
+  const auto deadline = Clock::now() + options_.park_timeout;
+  for (;;) {
+    auto unparked = not_parked(epoch, recovered);
+    if (!unparked) return unparked.status();
+    const std::vector<uint16_t>& missing = *unparked;
+    if (missing.empty()) break;
+    std::vector<uint16_t> to_recover;
+    if (options_.failed_now) {
+      for (uint16_t f : options_.failed_now()) {
+        if (std::find(missing.begin(), missing.end(), f) != missing.end()) to_recover.push_back(f);
+      }
+    }
+    if (to_recover.empty() && Clock::now() > deadline) {
+      for (uint16_t m : missing) {
+        logger_.warn("pid {} did not park within {} ms for memory node {}'s fail-over: recovering it in this pause", m,
+                     options_.park_timeout.count(), node_id);
+      }
+      to_recover = missing;
+    }
+    for (uint16_t p : to_recover) {
+      auto r = recover(p, 0, nullptr);
+      if (!r) return r.status();
+      recovered.push_back(p);
+    }
+    if (to_recover.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  logger_.info("memory node {} ({}) failed over: configuration epoch {} (record {} us), pause {} us, {} compute "
+               "node(s) recovered in it",
+               node_id, cluster_.node(*index).endpoint.to_string(), record->epoch, record_us, us_since(pause_start),
+               recovered.size());
+  return Status::ok();
+}
+
 Status RecoveryCoordinator::resume(uint16_t self) {
   auto members = registry_.members();
   if (!members) return members.status();
@@ -322,6 +403,19 @@ Status RecoveryCoordinator::resume(uint16_t self) {
     if (m.role != MemberRole::kFd || m.pid == self) continue;
     logger_.info("recovering pid {}, a former FD leader's data-plane identity", m.pid);
     if (auto r = recover(m.pid, 0); !r) return r.status();
+  }
+  // A pause left behind by a dead leader in pandora mode is a memory
+  // node's fail-over cut short: run it again (every step is idempotent).
+  if (registry_.cluster().protocol == "pandora") {
+    auto paused = registry_.pause_in_progress();
+    if (!paused) return paused.status();
+    auto cr = registry_.refresh_cluster();
+    if (!cr) return cr.status();
+    if (*paused && !cr->failed_memory.empty()) {
+      logger_.info("finishing memory node {}'s fail-over (a pause was left in progress)",
+                   cr->failed_memory.back().node_id);
+      if (Status s = fail_over_memory_node(cr->failed_memory.back().node_id); !s) return s;
+    }
   }
   auto records = registry_.recoveries();
   if (!records) return records.status();

@@ -131,6 +131,22 @@ class RecoveryCoordinator {
   // only the pid's record from ZooKeeper before the data-plane steps.
   Result<RecoveryRecord> recover(uint16_t pid, uint64_t detected_ns, const MemberRecord* known = nullptr);
 
+  // A memory node's fail-over (ARCHITECTURE.md 5; seed 4.3.2.5), protocol
+  // pandora: the node leaves the configuration for good (the cluster
+  // record's failed_memory, epoch + 1; this coordinator's cluster view
+  // switches primaries too), then the world stops: every compute node
+  // decides its in-flight transactions by the live replicas
+  // (compute/txn/failover.h), parks, switches primaries and acknowledges.
+  // A compute node found failed meanwhile, or one that does not park
+  // within park_timeout, is recovered (fenced at the live nodes) within
+  // the pause: its latches on the dead node are gone, so its log must be
+  // decided before anyone may take those objects on their new primaries.
+  // Idempotent: a new leader re-runs it for a node the record lists.
+  // kUnavailable when some shard had every replica on failed nodes (its
+  // data is lost: nothing is switched); kUnsupported for ford and
+  // log-a-latch clusters.
+  Status fail_over_memory_node(uint32_t node_id);
+
   // At leadership start: recovers every registered kFd member other than
   // `self` (a former leader: its data-plane writes must be fenced), and
   // finishes every recovery record not marked done.
@@ -155,6 +171,8 @@ class RecoveryCoordinator {
   // Steps 2..7. `record_exists`: the pid has a record (at started: a ford
   // or retirement record, or one a former leader wrote).
   Result<RecoveryRecord> recover_from_fence(uint16_t pid, RecoveryRecord rec, bool record_exists);
+  // Compute members that have not acknowledged pause `epoch`, but `except`.
+  Result<std::vector<uint16_t>> not_parked(uint64_t epoch, const std::vector<uint16_t>& except);
   // The authenticated push of a recovered pid to every compute node.
   void push_failed(uint16_t pid);
 

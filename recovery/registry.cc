@@ -110,11 +110,26 @@ std::string_view recovery_step_name(RecoveryStep s) {
 
 // ---- records --------------------------------------------------------------------
 
+std::vector<Endpoint> live_memory_nodes(const ClusterRecord& r) {
+  std::vector<Endpoint> out;
+  for (const Endpoint& e : r.memory_nodes) {
+    const bool failed = std::any_of(r.failed_memory.begin(), r.failed_memory.end(),
+                                    [&](const FailedMemoryNode& f) { return f.endpoint == e; });
+    if (!failed) out.push_back(e);
+  }
+  return out;
+}
+
 std::string encode_cluster_record(const ClusterRecord& r) {
   std::string nodes;
   for (const Endpoint& e : r.memory_nodes) nodes += (nodes.empty() ? "" : ",") + e.to_string();
-  return fmt::format("cluster_id={:#x}\nepoch={}\nmemory_nodes={}\nlane_bytes={}\nlanes={}\nprotocol={}\n",
-                     r.cluster_id, r.epoch, nodes, r.lane_bytes, r.lanes, r.protocol);
+  std::string failed;
+  for (const FailedMemoryNode& f : r.failed_memory) {
+    failed += fmt::format("{}{}@{}", failed.empty() ? "" : ",", f.node_id, f.endpoint.to_string());
+  }
+  return fmt::format(
+      "cluster_id={:#x}\nepoch={}\nmemory_nodes={}\nlane_bytes={}\nlanes={}\nprotocol={}\nfailed_memory={}\n",
+      r.cluster_id, r.epoch, nodes, r.lane_bytes, r.lanes, r.protocol, failed);
 }
 
 Result<ClusterRecord> decode_cluster_record(std::string_view text) {
@@ -140,6 +155,23 @@ Result<ClusterRecord> decode_cluster_record(std::string_view text) {
         auto ep = parse_endpoint(std::string_view(v).substr(pos, c - pos));
         if (!ep) return Status(Errc::kCorrupt, "cluster record: " + ep.status().message());
         r.memory_nodes.push_back(*ep);
+        pos = c + 1;
+      }
+    } else if (k == "failed_memory") {
+      size_t pos = 0;
+      while (pos < v.size()) {
+        size_t c = v.find(',', pos);
+        if (c == std::string::npos) c = v.size();
+        const std::string_view item = std::string_view(v).substr(pos, c - pos);
+        const size_t at = item.find('@');
+        if (at == std::string_view::npos) {
+          return Status(Errc::kCorrupt, fmt::format("cluster record: failed_memory entry '{}' is not ID@HOST:PORT", item));
+        }
+        auto id = parse_u64(item.substr(0, at), "failed_memory node id", UINT32_MAX);
+        if (!id) return id.status();
+        auto ep = parse_endpoint(item.substr(at + 1));
+        if (!ep) return Status(Errc::kCorrupt, "cluster record: " + ep.status().message());
+        r.failed_memory.push_back(FailedMemoryNode{static_cast<uint32_t>(*id), *ep});
         pos = c + 1;
       }
     } else if (k == "protocol") {
@@ -386,6 +418,51 @@ Result<std::unique_ptr<Registry>> Registry::open(const zk::ZkOptions& zo, std::s
   }
   return std::unique_ptr<Registry>(new Registry(std::move(*zk), std::move(root), std::move(*rec), logger));
 }
+
+Result<ClusterRecord> Registry::read_cluster() {
+  auto node = zk_->get(path("cluster"));
+  if (!node) return node.status();
+  return decode_cluster_record(node->data);
+}
+
+Result<ClusterRecord> Registry::refresh_cluster() {
+  auto rec = read_cluster();
+  if (rec) cluster_ = *rec;
+  return rec;
+}
+
+Result<ClusterRecord> Registry::fail_memory_node(const FailedMemoryNode& failed, uint64_t pause_epoch) {
+  const std::string pause = fmt::format("epoch={}\nfailed=\n", pause_epoch);
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto node = zk_->get(path("cluster"));
+    if (!node) return node.status();
+    auto rec = decode_cluster_record(node->data);
+    if (!rec) return rec.status();
+    const bool listed = std::any_of(rec->failed_memory.begin(), rec->failed_memory.end(),
+                                    [&](const FailedMemoryNode& f) { return f.node_id == failed.node_id; });
+    if (listed) {
+      if (Status s = begin_pause(pause_epoch, {}); !s) return s;
+      cluster_ = *rec;
+      return rec;
+    }
+    rec->failed_memory.push_back(failed);
+    rec->epoch += 1;
+    auto paused = zk_->exists(path("pause"));
+    if (!paused) return paused.status();
+    const std::vector<Op> ops = {Op::set(path("cluster"), encode_cluster_record(*rec), node->stat.version),
+                                 *paused ? Op::set(path("pause"), pause) : Op::create(path("pause"), pause)};
+    Status s = zk_->multi(ops);
+    if (s) {
+      cluster_ = *rec;
+      return rec;
+    }
+    // The record moved, or the pause appeared or vanished meanwhile: again.
+    if (s.code() != Errc::kConflict && s.code() != Errc::kAlreadyExists && s.code() != Errc::kNotFound) return s;
+  }
+  return Status(Errc::kConflict, "the cluster record kept changing while a failed memory node was added");
+}
+
+Result<bool> Registry::pause_in_progress() { return zk_->exists(path("pause")); }
 
 Result<AllocRecord> Registry::alloc() {
   auto node = zk_->get(path("alloc"));

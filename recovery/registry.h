@@ -3,14 +3,16 @@
 // operations everybody performs on them. All state of the failure detector
 // lives here, so a replica that dies is replaced by another with nothing lost.
 //
-//   <root>/cluster              cluster_id, epoch, memory_nodes       (written by `pandora-ctl init`)
+//   <root>/cluster              cluster_id, epoch, memory_nodes, failed_memory (`pandora-ctl init`;
+//                               the FD leader adds failed memory nodes, bumping the epoch)
 //   <root>/alloc                next_pid, lane leases                  (versioned read-modify-write)
 //   <root>/compute/<pid>        one registered node: role, lane slot, push endpoint, incarnation, os pid
 //   <root>/failed/<pid>         pids whose recovery is published (failed-ids)
 //   <root>/recoveries/<pid>     one recovery record per failed pid: step and timings
 //   <root>/fd/replicas/<id>     ephemeral: a live FD replica's UDP endpoint
 //   <root>/fd/election/n_       ephemeral sequential: leader election (lowest wins)
-//   <root>/pause                ford only: a stop-the-world pause in progress (epoch, failed pids)
+//   <root>/pause                a stop-the-world pause in progress (epoch, failed pids): ford's
+//                               recovery, and every memory node's fail-over
 //   <root>/pause/<pid>          ephemeral: compute node <pid> has parked every coordinator for it
 //   <root>/recycle              pid recycling in progress (generation, pids) (recycler.h)
 //   <root>/recycle/<pid>        ephemeral: member <pid> has dropped those pids from its failed-ids
@@ -48,10 +50,21 @@ namespace pandora {
 enum class MemberRole : uint8_t { kCompute = 1, kFd = 2 };
 std::string_view member_role_name(MemberRole r);
 
+// A memory node the failure detector declared failed: it is out of the
+// configuration for good (its shards are served by their other replicas;
+// nothing re-replicates them yet).
+struct FailedMemoryNode {
+  uint32_t node_id = 0;
+  Endpoint endpoint;
+  bool operator==(const FailedMemoryNode&) const = default;
+};
+
 struct ClusterRecord {
   uint64_t cluster_id = 0;
+  // The configuration epoch: +1 with every memory node declared failed.
   uint64_t epoch = 1;
   std::vector<Endpoint> memory_nodes;
+  std::vector<FailedMemoryNode> failed_memory;  // "failed_memory=ID@HOST:PORT,..."
   // The log area's lane geometry, fixed at init from the memory nodes'
   // regions; the table directory loaded later must agree.
   uint32_t lane_bytes = 0;
@@ -60,6 +73,9 @@ struct ClusterRecord {
   // latch words and logs differ); the recovery coordinator follows it.
   std::string protocol = "pandora";
 };
+
+// memory_nodes without the failed ones (the nodes to fence, to read from).
+std::vector<Endpoint> live_memory_nodes(const ClusterRecord& r);
 
 struct MemberRecord {
   uint16_t pid = 0;
@@ -141,7 +157,24 @@ class Registry {
                      const Logger& logger, uint32_t pid_limit = 65535);
 
   const std::string& root() const { return root_; }
+  // The cluster record as read at open().
   const ClusterRecord& cluster() const { return cluster_; }
+  // The cluster record as ZooKeeper holds it now (cluster() unchanged:
+  // safe beside a thread that reads it).
+  Result<ClusterRecord> read_cluster();
+  // read_cluster(), then cluster() returns it (not while another thread
+  // may read cluster()).
+  Result<ClusterRecord> refresh_cluster();
+  // A memory node's fail-over begins: in one multi, `node` joins the
+  // record's failed memory nodes (epoch + 1; versioned, lost races retried)
+  // and the stop-the-world pause `pause_epoch` begins (begin_pause). So a
+  // failed memory node listed while no pause exists was failed over to the
+  // end; a pause left behind means a leader died in it (resume() re-runs).
+  // For a node listed already only the pause begins (a re-run). Returns the
+  // record, which cluster() returns from now on (as refresh_cluster()).
+  Result<ClusterRecord> fail_memory_node(const FailedMemoryNode& node, uint64_t pause_epoch);
+  // Whether a stop-the-world pause is in progress (<root>/pause exists).
+  Result<bool> pause_in_progress();
   zk::ZkClient& zk() { return *zk_; }
 
   // Allocates a pid and leases `lanes` lanes (first-fit in the cluster

@@ -154,6 +154,10 @@ class Ctl {
     fmt::print("epoch {}\n", c.epoch);
     fmt::print("memory nodes ({}):", c.memory_nodes.size());
     for (const Endpoint& e : c.memory_nodes) fmt::print(" {}", e.to_string());
+    if (!c.failed_memory.empty()) {
+      fmt::print("\nfailed over (out of the configuration):");
+      for (const FailedMemoryNode& f : c.failed_memory) fmt::print(" node {} at {}", f.node_id, f.endpoint.to_string());
+    }
     fmt::print("\nlog area: {} lanes of {} bytes\nprotocol: {}\n", c.lanes, c.lane_bytes, c.protocol);
     auto reps = r.replicas();
     if (!reps) return fail(reps.status());
@@ -256,6 +260,7 @@ class Ctl {
     c.compute_id = (*me)->pid();
     c.lane_slot = (*me)->slot();
     c.memory_nodes = cr.memory_nodes;
+    for (const FailedMemoryNode& f : cr.failed_memory) c.failed_memory_nodes.emplace_back(f.node_id, f.endpoint);
     c.backend = f_.backend == "shm" ? Backend::kShm : Backend::kTcp;
     c.replicas = static_cast<uint32_t>(std::min<size_t>(2, cr.memory_nodes.size()));
     c.threads = 1;

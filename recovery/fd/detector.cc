@@ -101,6 +101,13 @@ void Detector::watch(wire::SenderKind kind, uint32_t id) {
   monitor_.watch(NodeKey{kind, id}, monotonic_ns());
 }
 
+void Detector::retire_memory_node(uint32_t id) {
+  std::lock_guard lock(mu_);
+  retired_memory_.insert(id);
+  monitor_.unwatch(NodeKey{wire::SenderKind::kMemory, id});
+  failed_.erase(NodeKey{wire::SenderKind::kMemory, id});
+}
+
 void Detector::unwatch(wire::SenderKind kind, uint32_t id) {
   std::lock_guard lock(mu_);
   monitor_.unwatch(NodeKey{kind, id});
@@ -219,7 +226,11 @@ void Detector::handle(const wire::HeartbeatMessage& m, const sockaddr_storage& f
     case wire::HeartbeatType::kHeartbeat: {
       if (h.kind == wire::SenderKind::kReplica) break;
       std::lock_guard lock(mu_);
-      if (monitor_.heard(NodeKey{h.kind, h.sender}, now)) {
+      const NodeKey key{h.kind, h.sender};
+      if (h.kind == wire::SenderKind::kMemory && !monitor_.watching(key) && !retired_memory_.contains(h.sender)) {
+        monitor_.watch(key, now);
+      }
+      if (monitor_.heard(key, now)) {
         ++stats_.heartbeats;
       } else {
         ++stats_.heartbeats_unwatched;

@@ -23,6 +23,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -95,6 +96,13 @@ class Detector {
   // now. unwatch also forgets a failure already detected.
   void watch(wire::SenderKind kind, uint32_t id);
   void unwatch(wire::SenderKind kind, uint32_t id);
+  // Memory nodes are watched from their first authentic heartbeat on (no
+  // list of them is needed: a daemon heartbeats once it has started, and
+  // a replica that starts later watches it as soon as it hears it), unless
+  // retired: a memory node failed over stays out of the configuration, so
+  // a daemon that comes back under its id is not watched again. Retiring
+  // also unwatches.
+  void retire_memory_node(uint32_t id);
 
   // Blocks up to max_wait until some watched node is failed by a majority;
   // returns them (each reported again on every call while it stays watched:
@@ -143,6 +151,7 @@ class Detector {
   mutable std::mutex mu_;  // guards everything below
   std::condition_variable failed_cv_;
   FailureMonitor monitor_;
+  std::set<uint32_t> retired_memory_;
   std::map<uint32_t, std::pair<Endpoint, net::UdpAddress>> peers_;
   std::map<NodeKey, FailedNode> failed_;
   DetectorStats stats_;

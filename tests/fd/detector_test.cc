@@ -476,13 +476,9 @@ TEST(MemdHeartbeats, MemoryDaemonIsWatchedAndItsDeathDetected) {
   testing::MemdProcess memd(dir.path(),
                             {.node_id = 4, .extra_args = {"--fd-replicas", list, "--fd-heartbeat-us", "1000"}});
   ASSERT_TRUE(memd.start()) << memd.last_error() << memd.stderr_text();
-  // Watched once it heartbeats: a daemon takes longer than the 5 ms timeout
-  // to start, and a watched node that misses it is failed for good.
-  ASSERT_TRUE(eventually([&] {
-    return r.at(1).stats().heartbeats_unwatched > 5 && r.at(2).stats().heartbeats_unwatched > 5 &&
-           r.at(3).stats().heartbeats_unwatched > 5;
-  })) << memd.stderr_text();
-  r.watch(SenderKind::kMemory, 4);
+  // Watched from its first heartbeat on, by every replica, without being
+  // told: a daemon takes longer than the 5 ms timeout to start, and a
+  // watched node that misses it is failed for good.
   ASSERT_TRUE(eventually([&] { return r.at(1).stats().heartbeats > 20 && r.at(3).stats().heartbeats > 20; }))
       << memd.stderr_text();
   EXPECT_TRUE(r.at(2).wait_failed(250ms).empty());
@@ -490,6 +486,31 @@ TEST(MemdHeartbeats, MemoryDaemonIsWatchedAndItsDeathDetected) {
   const std::vector<FailedNode> f = r.at(2).wait_failed(2000ms);
   ASSERT_TRUE(contains(f, SenderKind::kMemory, 4));
   EXPECT_FALSE(contains(f, SenderKind::kCompute, 4));
+}
+
+// A failed-over memory node is retired: heartbeats under its id (a daemon
+// restarted on the old region) are not watched again, so it is not failed
+// over twice; another memory node still is watched.
+TEST(Detector, RetiredMemoryNodesAreNotWatchedAgain) {
+  Replicas r(1);
+  r.at(1).retire_memory_node(4);
+  auto retired = sender(SenderKind::kMemory, 4, r.endpoints());
+  ASSERT_TRUE(eventually([&] { return r.at(1).stats().heartbeats_unwatched > 10; }));
+  EXPECT_EQ(r.at(1).stats().heartbeats, 0u);
+  auto other = sender(SenderKind::kMemory, 5, r.endpoints());
+  ASSERT_TRUE(eventually([&] { return r.at(1).stats().heartbeats > 10; }));
+  retired->stop();
+  other->stop();
+  const std::vector<FailedNode> f = r.at(1).wait_failed(2000ms);
+  EXPECT_TRUE(contains(f, SenderKind::kMemory, 5));
+  EXPECT_FALSE(contains(f, SenderKind::kMemory, 4));
+  // Compute nodes are still watched only when told (their pids come from
+  // the registry): heartbeats alone do not make one watched.
+  auto compute = sender(SenderKind::kCompute, 6, r.endpoints());
+  const uint64_t before = r.at(1).stats().heartbeats_unwatched;
+  ASSERT_TRUE(eventually([&] { return r.at(1).stats().heartbeats_unwatched > before + 10; }));
+  compute->stop();
+  EXPECT_FALSE(contains(r.at(1).wait_failed(50ms), SenderKind::kCompute, 6));
 }
 
 TEST(MemdHeartbeats, BadReplicaListIsAUsageError) {

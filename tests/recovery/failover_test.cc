@@ -11,6 +11,8 @@
 //   FordStopsTheWorld...      ford: every live process parks and acknowledges each recovery's pause
 //   ReplicasStayIdle...       replicas do not spin while a failure waits for a leader that cannot recover it
 //   RecoveryDoesNotWait...    recovery publishes while every member refresh of every replica stands still
+//   MemoryNodeFailsOver       a memory daemon is killed; the survivors' transactions are decided by the live
+//                             replicas and they run on; a node started afterwards never contacts the dead one
 //
 // Every wait polls a condition (the ZooKeeper registry, a process's exit, a
 // process's progress lines) against a deadline; the only fixed pauses are the
@@ -240,6 +242,7 @@ class FailoverTest : public ::testing::Test {
     LocalClusterOptions o = built_cluster_options();
     o.memory_nodes = 2;
     o.protocol = protocol_;
+    o.memd_heartbeats = memd_heartbeats_;
     cluster_ = std::make_unique<LocalCluster>(o);
     Status s = cluster_->start();
     ASSERT_TRUE(s) << s.to_string();
@@ -467,6 +470,9 @@ class FailoverTest : public ::testing::Test {
       c.compute_id = my_pid;
       c.lane_slot = (*me)->slot();
       c.memory_nodes = cluster_->memds().endpoints();
+      auto record = (*me)->registry().read_cluster();
+      ASSERT_TRUE(record) << record.status().to_string();
+      for (const FailedMemoryNode& f : record->failed_memory) c.failed_memory_nodes.emplace_back(f.node_id, f.endpoint);
       c.replicas = 2;
       c.threads = 1;
       c.coordinators = 1;
@@ -512,6 +518,7 @@ class FailoverTest : public ::testing::Test {
       const uint64_t bytes = t->bucket_count * bucket_bytes(*t);
       std::map<uint64_t, std::vector<Copy>> copies;
       for (size_t n = 0; n < nodes; ++n) {
+        if ((cluster.applied_failed_mask() >> n) & 1) continue;  // failed over: out of the configuration
         std::vector<uint8_t>& buf = img->raw[n * 2 + ti];
         buf.resize(bytes);
         constexpr uint64_t kChunk = 1 << 20;
@@ -676,6 +683,7 @@ class FailoverTest : public ::testing::Test {
   std::set<uint16_t> all_compute_pids_;  // every compute pid started
   std::set<uint16_t> inspectors_;
   std::string protocol_ = "pandora";     // the cluster's (set before start_processes)
+  bool memd_heartbeats_ = false;         // the memory daemons heartbeat the replicas (set before start_processes)
 };
 
 // 1. Compute processes are killed at random moments (seeded) and replaced;
@@ -1367,6 +1375,75 @@ TEST_F(FailoverTest, RecoveryDoesNotWaitForMemberRefreshes) {
           seconds_since(t0_).c_str(), v.pid, seconds_since(t_kill).c_str());
   for (const auto& [id, fd] : fds_) ASSERT_TRUE(fd->running()) << fd->tail();
   ASSERT_NO_FATAL_FAILURE(expect_memory_consistent("after the recovery"));
+}
+
+}  // namespace
+}  // namespace pandora::testing
+
+namespace pandora::testing {
+namespace {
+
+// 8. A memory daemon dies under two running compute processes (SmallBank
+// transfers, 2 replicas on 2 memory nodes): the detector fails it over
+// (ARCHITECTURE.md 5; seed 4.3.2.5). The cluster record lists it (epoch
+// + 1), every compute process parks for the fail-over's pause with its
+// in-flight transactions decided by the live replicas, switches primaries,
+// and commits again; none halts or is fenced. A process started afterwards
+// joins without contacting the dead daemon. Money is conserved on the
+// surviving node and no latch is left.
+TEST_F(FailoverTest, MemoryNodeFailsOver) {
+  memd_heartbeats_ = true;
+  ASSERT_NO_FATAL_FAILURE(start_cluster());
+  ASSERT_NO_FATAL_FAILURE(start_fds(kFdTimeoutUs));
+  Compute a, b;
+  ASSERT_NO_FATAL_FAILURE(start_compute("a", 25, &a));
+  ASSERT_NO_FATAL_FAILURE(start_compute("b", 25, &b));
+  ASSERT_NO_FATAL_FAILURE(expect_commits_grow({&a, &b}, "before the memory node died"));
+
+  const auto t_kill = Clock::now();
+  ASSERT_NO_FATAL_FAILURE(cluster_->memds().node(1).kill9());
+  std::optional<ClusterRecord> record;
+  ASSERT_TRUE(wait_until(60s, [&] {
+    auto r = zk_read([](Registry& reg) { return reg.read_cluster(); });
+    auto paused = zk_read([](Registry& reg) { return reg.pause_in_progress(); });
+    if (!r || !paused || r->failed_memory.empty() || *paused) return false;
+    record = *r;
+    return true;
+  }, 50ms)) << "the memory node was not failed over\n" << fds_[1]->tail() << fds_[2]->tail() << fds_[3]->tail();
+  fprintf(stderr, "[%s] memory node failed over %s after the kill (configuration epoch %lu)\n",
+          seconds_since(t0_).c_str(), seconds_since(t_kill).c_str(), static_cast<unsigned long>(record->epoch));
+  ASSERT_EQ(record->failed_memory.size(), 1u);
+  EXPECT_EQ(record->failed_memory[0].endpoint, cluster_->memds().endpoints()[1]);
+  EXPECT_EQ(record->epoch, 2u);
+  ASSERT_NO_FATAL_FAILURE(expect_commits_grow({&a, &b}, "after the fail-over"));
+  for (Compute* c : {&a, &b}) {
+    EXPECT_TRUE(c->proc->running()) << c->name << " stopped\n" << c->proc->tail();
+    EXPECT_NE(c->proc->output().find("memory configuration 1: 1 of 2 memory nodes live"), std::string::npos)
+        << c->name << " did not switch primaries\n" << c->proc->tail();
+  }
+
+  Compute late;
+  ASSERT_NO_FATAL_FAILURE(start_compute("late", 3, &late));
+  uint64_t decided = 0;  // transactions in flight at the crash, decided by the live replicas
+  for (Compute* c : {&a, &b, &late}) {
+    auto rc = c->proc->wait(120s);
+    ASSERT_TRUE(rc) << c->name << " did not end\n" << c->proc->tail();
+    EXPECT_EQ(*rc, 0) << c->name << "\n" << c->proc->tail();
+    EXPECT_EQ(c->proc->output().find("halted"), std::string::npos) << c->name << "\n" << c->proc->tail();
+    static const std::regex re(R"(memory-node fail-over: (\d+) transaction)");
+    std::smatch m;
+    const std::string out = c->proc->output();
+    if (std::regex_search(out, m, re)) decided += std::stoull(m[1].str());
+  }
+  // Every coordinator of both runs kept a transaction going: those that
+  // met the dead node waited for it to be declared and were decided then.
+  EXPECT_GT(decided, 0u) << a.proc->tail() << b.proc->tail();
+  fprintf(stderr, "[%s] %lu in-flight transaction(s) decided by the live replicas\n", seconds_since(t0_).c_str(),
+          static_cast<unsigned long>(decided));
+  ASSERT_NO_FATAL_FAILURE(expect_registry_clean({a.pid, b.pid, late.pid}));
+  MemoryImage img;
+  ASSERT_NO_FATAL_FAILURE(expect_memory_consistent("after the memory node's fail-over", &img));
+  EXPECT_TRUE(img.latches.empty()) << "a latch was left behind";
 }
 
 }  // namespace

@@ -45,6 +45,17 @@ TEST(RegistryRecords, RoundTripAndStrictParsing) {
   ASSERT_EQ(c2->memory_nodes.size(), 2u);
   EXPECT_EQ(c2->memory_nodes[1].port, 7001);
   EXPECT_EQ(c2->lanes, 1024u);
+  EXPECT_TRUE(c2->failed_memory.empty());
+  c.failed_memory = {FailedMemoryNode{2, Endpoint{"127.0.0.1", 7001}}, FailedMemoryNode{9, Endpoint{"10.0.0.3", 80}}};
+  auto c3 = decode_cluster_record(encode_cluster_record(c));
+  ASSERT_TRUE(c3) << c3.status().to_string();
+  EXPECT_EQ(c3->failed_memory, c.failed_memory);
+  for (const char* bad : {"cluster_id=0x1\nfailed_memory=2\n", "cluster_id=0x1\nfailed_memory=x@127.0.0.1:1\n",
+                          "cluster_id=0x1\nfailed_memory=2@nohost\n"}) {
+    auto d = decode_cluster_record(bad);
+    EXPECT_FALSE(d) << bad;
+    if (!d) EXPECT_EQ(d.status().code(), Errc::kCorrupt) << bad;
+  }
 
   MemberRecord m;
   m.pid = 77;
@@ -248,6 +259,44 @@ TEST_F(RegistryZkTest, RefusesAnotherClustersTreeAndAMissingOne) {
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.status().code(), Errc::kNotFound);
   EXPECT_NE(missing.status().message().find("pandora-ctl init"), std::string::npos);
+}
+
+// A memory node's failure is recorded once, bumping the configuration
+// epoch; adding it again (a re-run by a new leader) changes nothing.
+TEST_F(RegistryZkTest, FailingAMemoryNodeBumpsTheEpochOnce) {
+  ClusterRecord c = one_node_cluster(0x6161);
+  c.memory_nodes.push_back(Endpoint{"127.0.0.1", 7001});
+  ASSERT_TRUE(Registry::init(zk_options(), root("memfail"), c, log_));
+  auto reg = Registry::open(zk_options(), root("memfail"), 0x6161, log_);
+  ASSERT_TRUE(reg) << reg.status().to_string();
+  auto other = Registry::open(zk_options(), root("memfail"), 0x6161, log_);
+  ASSERT_TRUE(other) << other.status().to_string();
+  const FailedMemoryNode dead{2, Endpoint{"127.0.0.1", 7001}};
+  auto paused = (*reg)->pause_in_progress();
+  ASSERT_TRUE(paused);
+  EXPECT_FALSE(*paused);
+  auto r1 = (*reg)->fail_memory_node(dead, 11);
+  ASSERT_TRUE(r1) << r1.status().to_string();
+  EXPECT_EQ(r1->epoch, 2u);
+  EXPECT_EQ(r1->failed_memory, std::vector<FailedMemoryNode>{dead});
+  EXPECT_EQ((*reg)->cluster().epoch, 2u) << "the leader's own view follows";
+  // The pause began in the same write.
+  auto pause = (*other)->watch_pause([] {});
+  ASSERT_TRUE(pause);
+  EXPECT_EQ(*pause, 11u);
+  ASSERT_TRUE((*reg)->end_pause());
+  auto r2 = (*other)->fail_memory_node(dead, 12);  // another leader, stale view: reads first
+  ASSERT_TRUE(r2) << r2.status().to_string();
+  EXPECT_EQ(r2->epoch, 2u);
+  pause = (*other)->watch_pause([] {});
+  ASSERT_TRUE(pause);
+  EXPECT_EQ(*pause, 12u) << "a re-run stops the world again";
+  ASSERT_TRUE((*reg)->end_pause());
+  auto now = (*other)->read_cluster();
+  ASSERT_TRUE(now);
+  EXPECT_EQ(now->epoch, 2u);
+  EXPECT_EQ(now->failed_memory.size(), 1u);
+  EXPECT_EQ(now->memory_nodes.size(), 2u) << "the configured list stays; failed_memory says who is out";
 }
 
 // The tree is readable by anyone (zk_dump.py) but only secret holders may

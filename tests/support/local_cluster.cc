@@ -1,6 +1,7 @@
 #include "tests/support/local_cluster.h"
 
 #include "recovery/registry.h"
+#include "common/udp_socket.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -146,6 +147,22 @@ Status LocalCluster::start() {
   mo.size = options_.memd_size;
   mo.log_size = options_.memd_log_size;
   mo.log_level = "warn";
+  if (options_.memd_heartbeats) {
+    // Free loopback UDP ports for the replicas, known before they start:
+    // the daemons are told them now (heartbeats to a replica not yet up
+    // are lost, as UDP datagrams are).
+    std::vector<net::UniqueFd> held;
+    std::string list;
+    for (uint32_t i = 0; i < options_.fd_replicas; ++i) {
+      uint16_t port = 0;
+      auto fd = net::bind_udp(Endpoint{"127.0.0.1", 0}, &port);
+      if (!fd) return Status(fd.status().code(), "reserving a UDP port for an FD replica: " + fd.status().message());
+      held.push_back(std::move(*fd));
+      fd_ports_.push_back(port);
+      list += fmt::format("{}127.0.0.1:{}", list.empty() ? "" : ",", port);
+    }
+    mo.extra_args = {"--fd-replicas", list, "--fd-heartbeat-us", std::to_string(options_.memd_heartbeat_us)};
+  }
   memds_ = std::make_unique<LocalMemdCluster>(options_.memory_nodes, mo, dir_.path());
   if (Status s = memds_->start(); !s) return Status(s.code(), "starting the memory daemons: " + s.message());
 
@@ -233,6 +250,9 @@ Result<Child*> LocalCluster::start_fd(uint32_t replica_id, const std::vector<std
                                                        std::to_string(replicas), "--exit-with-pid",
                                                        std::to_string(::getpid())}) {
     argv.push_back(f);
+  }
+  if (replica_id >= 1 && replica_id <= fd_ports_.size()) {
+    argv.insert(argv.end(), {"--listen", fmt::format("127.0.0.1:{}", fd_ports_[replica_id - 1])});
   }
   argv.insert(argv.end(), extra.begin(), extra.end());
   return spawn(fmt::format("fd{}", replica_id), argv);

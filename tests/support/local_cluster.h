@@ -72,6 +72,12 @@ struct LocalClusterOptions {
   // The cluster's protocol (pandora-ctl init --protocol); every bench
   // started through this cluster runs it.
   std::string protocol = "pandora";
+  // Memory daemons heartbeat the FD replicas (so a memory node's death is
+  // detected and failed over): the replicas' UDP ports are reserved at
+  // start() and start_fd() binds replica i to the i-th of them.
+  bool memd_heartbeats = false;
+  uint64_t memd_heartbeat_us = 20000;
+  uint32_t fd_replicas = 3;
 };
 
 // One child process. Exit codes follow the shell: 0..255 for an exit,
@@ -168,6 +174,7 @@ class LocalCluster {
   pandora::TempDir dir_;
   std::unique_ptr<ZkEnsemble> zk_;
   std::unique_ptr<LocalMemdCluster> memds_;
+  std::vector<uint16_t> fd_ports_;  // memd_heartbeats: replica i listens on fd_ports_[i - 1]
   std::vector<std::unique_ptr<Child>> children_;
   int spawned_ = 0;
 };

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <thread>
 #include <cstdio>
@@ -183,7 +184,7 @@ bool join_and_connect(BenchConfig& cfg, const Logger& logger, std::atomic<bool>*
   node->cluster = std::move(*cluster);
   if (node->membership) {
     node->detach_before_cluster_goes.reset(node->membership.get());
-    if (Status s = node->membership->attach(node->cluster->failed_ids()); !s) {
+    if (Status s = node->membership->attach(*node->cluster); !s) {
       fail(fmt::format("reading failed-ids: {}", s.to_string()));
       return false;
     }
@@ -445,7 +446,16 @@ int run_bench(const BenchConfig& cfg_in) {
     if (node.membership) {
       Membership* m = node.membership.get();
       ro.pause_requested = [m] { return m->pause_requested(); };
-      ro.ack_pause = [m](uint64_t epoch) { m->ack_pause(epoch); };
+      // Every coordinator is parked: a memory node's fail-over may switch
+      // primaries now (Cluster::apply_memory_failures), and only then is
+      // the pause acknowledged.
+      ro.ack_pause = [m, &cluster, &logger](uint64_t epoch) {
+        if (Status s = cluster.apply_memory_failures(); !s) {
+          logger.error("pause {}: {}; not acknowledging it", epoch, s.to_string());
+          return;
+        }
+        m->ack_pause(epoch);
+      };
     }
     ro.on_progress = [](const Progress& p) {
       fmt::print("[{:6.1f} s] {}{:.0f} commits/s ({} commits so far)\n", p.elapsed_s, p.warming_up ? "warm-up " : "",
@@ -467,6 +477,12 @@ int run_bench(const BenchConfig& cfg_in) {
     }
     if (stats->pauses > 0) {
       fmt::print("stop-the-world pauses: {} ({:.3f} s parked)\n", stats->pauses, stats->paused_seconds);
+    }
+    if (const uint64_t decided = (*sched)->totals().memory_failovers; decided > 0) {
+      fmt::print("memory-node fail-over: {} transaction(s) decided by the live replicas ({} of {} memory nodes "
+                 "live)\n",
+                 decided, cluster.node_count() - static_cast<size_t>(std::popcount(cluster.applied_failed_mask())),
+                 cluster.node_count());
     }
     if (stats->halted_coordinators > 0 || stats->uncertain > 0 || stats->pause_refused) node.leaver.safe = false;
     if (stats->pause_refused) {
