@@ -283,8 +283,12 @@ Result<ComputeConfig> ComputeFlags::resolve() const {
     ComputeConfig probe = c;
     probe.compute_id = 1;
     probe.lane_slot = LaneSlot{0, c.lanes_needed()};
-    if (probe.memory_nodes.empty()) probe.memory_nodes.push_back(Endpoint{"127.0.0.1", 1});
     if (probe.replicas == 0) probe.replicas = 1;
+    // The memory nodes may come from the cluster record: as many stand-ins
+    // as --replicas asks for (the real count is checked after joining).
+    for (uint16_t port = 1; probe.memory_nodes.size() < probe.replicas; ++port) {
+      probe.memory_nodes.push_back(Endpoint{"127.0.0.1", port});
+    }
     if (Status s = probe.validate(); !s) return s;
     return c;
   }

@@ -293,7 +293,7 @@ start_all() {
   if [[ $fd_replicas -gt 0 ]]; then
     [[ -x "$fd_bin" ]] || die "pandora-fd not found at '$fd_bin' (build it: bash deploy/setup.sh release, or pass --fd PATH)"
   fi
-  rm -f -- "$dir"/fd*.pid "$dir/zk_connect" "$dir/zk_root" "$dir/fd_timeout_us"
+  rm -f -- "$dir"/fd*.pid "$dir/zk_connect" "$dir/zk_root" "$dir/fd_timeout_us" "$dir/fd_ports"
   rm -f -- "$dir"/node*.pid "$dir"/node*.port "$dir/endpoints"
 
   # The secret and the directory holding the regions are readable by this
@@ -307,6 +307,14 @@ start_all() {
   # Regions on /dev/shm are not persistent memory; PMDK is told to treat them
   # as such so the flush discipline is that of real PM.
   export PMEM_IS_PMEM_FORCE=1
+  # With a failure detector, the daemons heartbeat its replicas so a memory
+  # node's death is failed over (recovery/README.md): the replicas' UDP
+  # ports are reserved now, before either side starts (DIR/fd_ports).
+  local heartbeat_flags=()
+  if [[ $zookeeper -eq 1 ]]; then
+    reserve_fd_ports "$((fd_replicas > 0 ? fd_replicas : 3))" >"$dir/fd_ports"
+    heartbeat_flags=(--fd-replicas "$(sed 's/^/127.0.0.1:/' "$dir/fd_ports" | paste -sd, -)")
+  fi
   for ((i = 1; i <= nodes; i++)); do
     local region="$region_dir/node$i.pm"
     echo "$region" >"$dir/node$i.region"
@@ -317,7 +325,7 @@ start_all() {
       --node-id "$i" --listen 127.0.0.1:0 --port-file "$dir/node$i.port" \
       --cluster-id "$cluster_id" --secret-file "$dir/secret" \
       --threads "$threads" --busy-poll-us "$busy_poll_us" --log-level "$log_level" \
-      </dev/null >"$dir/node$i.log" 2>&1 &
+      ${heartbeat_flags[@]+"${heartbeat_flags[@]}"} </dev/null >"$dir/node$i.log" 2>&1 &
     echo "$!" >"$dir/node$i.pid"
   done
 
@@ -369,6 +377,20 @@ start_zk() {
   echo "==> zookeeper: $connect (root $zk_root)"
 }
 
+# Prints N free loopback UDP ports, one per line (bound together, so
+# distinct; released on exit, to be bound again by the replicas).
+reserve_fd_ports() {
+  python3 - "$1" <<'PY'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print("\n".join(str(s.getsockname()[1]) for s in socks))
+PY
+}
+
 # Starts the pandora-fd replicas and waits (bounded) until every one has
 # announced itself in ZooKeeper and one is the leader; with $1 = 1 also until
 # the leader has its data plane (it sets it up once the tables are loaded and
@@ -382,9 +404,13 @@ start_fds() {
   [[ "$wait_data_plane" -eq 0 ]] || on_fail=stop_fds
   connect="$(cat "$dir/zk_connect")"
   echo "$fd_timeout_us" >"$dir/fd_timeout_us"
+  local ports=()
+  [[ ! -f "$dir/fd_ports" ]] || mapfile -t ports <"$dir/fd_ports"
   for ((i = 1; i <= fd_replicas; i++)); do
+    # The port the memory daemons heartbeat, if one was reserved for it.
+    local port="${ports[$((i - 1))]:-0}"
     nice -n "$fd_nice" "$fd_bin" --zookeeper "$connect" --zk-root "$zk_root" --cluster-id "$cluster_id" \
-      --secret-file "$dir/secret" --replica-id "$i" --replicas "$fd_replicas" --listen 127.0.0.1:0 \
+      --secret-file "$dir/secret" --replica-id "$i" --replicas "$fd_replicas" --listen "127.0.0.1:$port" \
       --timeout-us "$fd_timeout_us" --log-level "$log_level" ${fd_args[@]+"${fd_args[@]}"} \
       </dev/null >"$dir/fd$i.log" 2>&1 &
     echo "$!" >"$dir/fd$i.pid"

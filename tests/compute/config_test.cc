@@ -151,6 +151,12 @@ TEST(ComputeConfig, MemoryFailoverWaitNeedsAFailureDetector) {
   auto zk_short = resolve({"--memory-failover-wait-ms", "250"});
   ASSERT_TRUE(zk_short) << zk_short.status().to_string();
   EXPECT_EQ(zk_short->memory_failover_wait, std::chrono::milliseconds(250));
+  // The memory nodes come from the cluster record after joining, so
+  // --replicas is checked against them then, not refused now.
+  auto two = resolve({"--replicas", "2"});
+  ASSERT_TRUE(two) << two.status().to_string();
+  EXPECT_EQ(two->replicas, 2u);
+  EXPECT_TRUE(two->memory_nodes.empty());
 }
 
 // The flags a transport and a multi-host deployment add: --backend verbs with
