@@ -34,6 +34,7 @@ struct Flags {
   uint64_t replicas = 3;
   std::string listen = "127.0.0.1:0";
   uint64_t timeout_us = 5000;
+  uint64_t memory_timeout_us = 100000;
   uint64_t tick_us = 250;
   std::string backend = "tcp";
   uint64_t op_timeout_ms = 2000;
@@ -72,6 +73,10 @@ int main(int argc, char** argv) {
   opts.add_u64("replicas", &f.replicas, "number of FD replicas (a node fails when a majority misses it)", 1, 64);
   opts.add_string("listen", &f.listen, "UDP HOST:PORT for heartbeats (port 0 picks one; loopback or a private net)");
   opts.add_u64("timeout-us", &f.timeout_us, "a node is suspected after this long without a heartbeat", 100, 60000000);
+  opts.add_u64("memory-timeout-us", &f.memory_timeout_us,
+               "a memory node is suspected after this long without a heartbeat (longer than --timeout-us: failing "
+               "one over is final and stops the world)",
+               100, 60000000);
   opts.add_u64("tick-us", &f.tick_us, "how often suspicion is evaluated and shared", 50, 1000000);
   opts.add_choice("backend", &f.backend, {"tcp", "shm"}, "the leader's data plane to the memory nodes");
   opts.add_u64("op-timeout-ms", &f.op_timeout_ms, "the leader's data-plane operation timeout", 1, 600000);
@@ -114,6 +119,7 @@ int main(int argc, char** argv) {
   if (!listen) return usage_error("--listen: " + listen.status().message());
   o.listen = *listen;
   o.timeout = std::chrono::microseconds(f.timeout_us);
+  o.memory_timeout = std::chrono::microseconds(f.memory_timeout_us);
   o.tick = std::chrono::microseconds(f.tick_us);
   o.backend = f.backend == "shm" ? Backend::kShm : Backend::kTcp;
   o.op_timeout = std::chrono::milliseconds(f.op_timeout_ms);

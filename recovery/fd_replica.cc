@@ -116,6 +116,7 @@ class Replica {
     d.replicas = o_.replicas;
     d.bind = o_.listen;
     d.timeout = o_.timeout;
+    d.memory_timeout = o_.memory_timeout;
     d.tick = o_.tick;
     auto det = fd::Detector::start(d, log_.child("detector"));
     if (!det) {

@@ -36,7 +36,8 @@ struct FdReplicaOptions {
   uint32_t replica_id = 1;   // 1..replicas
   uint32_t replicas = 3;     // N: a node fails when floor(N/2)+1 replicas miss it
   Endpoint listen{"127.0.0.1", 0};
-  std::chrono::microseconds timeout{5000};
+  std::chrono::microseconds timeout{5000};         // compute nodes
+  std::chrono::microseconds memory_timeout{100000};  // memory nodes (fd::DetectorOptions)
   std::chrono::microseconds tick{250};
   Backend backend = Backend::kTcp;      // the leader's data plane to the memory nodes
   std::chrono::milliseconds op_timeout{2000};

@@ -30,7 +30,8 @@ Options:
   --out DIR           results: rounds.csv, summary.txt, round<i>/ logs
                                           [/tmp/pandora-memory-failover]
   --build DIR         build with pandora-bench/-memd/-fd/-ctl          [build/release]
-  --fd-timeout-us US  the detector's suspicion timeout                 [20000]
+  --fd-timeout-us US  the detector's suspicion timeout (compute nodes) [20000]
+  --memory-timeout-us US  ... of memory nodes (pandora-fd --memory-timeout-us) [100000]
   --accounts N        SmallBank accounts                               [100000]
   --seconds S         each bench's run                                 [12]
   --kill-after S      seconds after both benches commit                [3]
@@ -47,6 +48,7 @@ rounds=3
 out="/tmp/pandora-memory-failover"
 build="$root/build/release"
 fd_timeout_us=20000
+memory_timeout_us=100000
 accounts=100000
 seconds=12
 kill_after=3
@@ -58,6 +60,7 @@ while [[ $# -gt 0 ]]; do
     --out) need_value "$@"; out="$2"; shift 2 ;;
     --build) need_value "$@"; build="$2"; shift 2 ;;
     --fd-timeout-us) need_value "$@"; fd_timeout_us="$2"; shift 2 ;;
+    --memory-timeout-us) need_value "$@"; memory_timeout_us="$2"; shift 2 ;;
     --accounts) need_value "$@"; accounts="$2"; shift 2 ;;
     --seconds) need_value "$@"; seconds="$2"; shift 2 ;;
     --kill-after) need_value "$@"; kill_after="$2"; shift 2 ;;
@@ -66,7 +69,7 @@ while [[ $# -gt 0 ]]; do
     *) usage >&2; die "unknown option '$1'" ;;
   esac
 done
-for n in rounds fd_timeout_us accounts seconds kill_after coordinators; do
+for n in rounds fd_timeout_us memory_timeout_us accounts seconds kill_after coordinators; do
   [[ "${!n}" =~ ^[1-9][0-9]*$ ]] || die "--${n//_/-} must be a positive integer, got '${!n}'"
 done
 [[ $kill_after -lt $seconds ]] || die "--kill-after ($kill_after) must be below --seconds ($seconds)"
@@ -140,7 +143,7 @@ for ((r = 1; r <= rounds; r++)); do
   loaded="$(sed -n 's/^check passed: total money (cents) = \([0-9-]*\).*/\1/p' "$rd/load.log" | head -n1)"
   [[ -n "$loaded" ]] || die "the load printed no money total (log: $rd/load.log)"
   bash "$root/deploy/local/cluster.sh" start-fd --dir "$state" "${cl_bins[@]}" --fd-timeout-us "$fd_timeout_us" \
-    --log-level info >>"$rd/cluster_start.log" 2>&1 || { cat "$rd/cluster_start.log" >&2; die "the detector did not start"; }
+    --fd-arg --memory-timeout-us --fd-arg "$memory_timeout_us" --log-level info >>"$rd/cluster_start.log" 2>&1 || { cat "$rd/cluster_start.log" >&2; die "the detector did not start"; }
   for n in a b; do
     "$bench" "${common[@]}" --threads 1 --coordinators "$coordinators" --seconds "$seconds" --warmup-seconds 0 \
       --timeline-ms 10 --report "$rd/bench-$n.json" --no-check >"$rd/bench-$n.log" 2>&1 &
@@ -192,13 +195,13 @@ PY
   stop_round
 done
 
-python3 - "$out/rounds.csv" "$fd_timeout_us" >"$out/summary.txt" <<'PY'
+python3 - "$out/rounds.csv" "$memory_timeout_us" >"$out/summary.txt" <<'PY'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 def med(k):
     v = [float(r[k]) for r in rows if r[k] not in ("nan", "")]
     return f"{statistics.median(v):.1f}" if v else "-"
-print(f"{len(rows)} memory-node kills, detector timeout {int(sys.argv[2]) / 1000:g} ms; medians:")
+print(f"{len(rows)} memory-node kills, memory-node timeout {int(sys.argv[2]) / 1000:g} ms; medians:")
 print(f"  kill -> detected            {med('detect_ms')} ms")
 print(f"  record + pause (ZooKeeper)  {med('record_ms')} ms")
 print(f"  pause (write .. all parked) {med('pause_ms')} ms")

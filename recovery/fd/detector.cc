@@ -36,6 +36,7 @@ MonitorOptions monitor_options(const DetectorOptions& o) {
   m.self = o.replica_id;
   m.replicas = o.replicas;
   m.timeout_ns = ns_of(o.timeout);
+  m.memory_timeout_ns = ns_of(o.memory_timeout);
   m.report_ttl_ns = o.report_ttl.count() > 0 ? ns_of(o.report_ttl) : 3 * ns_of(o.tick);
   return m;
 }

@@ -47,7 +47,11 @@ struct DetectorOptions {
   uint32_t replica_id = 1;                    // 1..replicas
   uint32_t replicas = 3;                      // N
   Endpoint bind{"127.0.0.1", 0};              // port 0 picks one (port() tells)
-  std::chrono::microseconds timeout{5000};    // silence before this replica suspects a node
+  std::chrono::microseconds timeout{5000};    // silence before this replica suspects a compute node
+  // ... a memory node. Longer: failing one over is final (a replica lost
+  // for good until re-replication exists) and stops the world, so a
+  // starved daemon must not be mistaken for a dead one. 0: `timeout`.
+  std::chrono::microseconds memory_timeout{0};
   std::chrono::microseconds tick{250};        // suspicion evaluated and reported this often
   std::chrono::microseconds report_ttl{0};    // how long a peer's report counts; 0 = 3 x tick
   std::chrono::milliseconds max_skew{2000};   // replay guard: accepted |sender clock - ours|

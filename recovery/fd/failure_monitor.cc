@@ -33,7 +33,7 @@ std::optional<uint64_t> FailureMonitor::last_heard(NodeKey key) const {
 std::vector<NodeKey> FailureMonitor::local_suspects(uint64_t now) const {
   std::vector<NodeKey> out;
   for (const auto& [key, last] : watched_) {
-    if (suspected_here(last, now)) out.push_back(key);
+    if (suspected_here(key, last, now)) out.push_back(key);
   }
   return out;
 }
@@ -41,7 +41,7 @@ std::vector<NodeKey> FailureMonitor::local_suspects(uint64_t now) const {
 uint64_t FailureMonitor::next_suspicion(uint64_t now) const {
   uint64_t next = UINT64_MAX;
   for (const auto& [key, last] : watched_) {
-    if (!suspected_here(last, now)) next = std::min(next, last + options_.timeout_ns + 1);
+    if (!suspected_here(key, last, now)) next = std::min(next, last + timeout_of(key) + 1);
   }
   return next;
 }
@@ -59,7 +59,7 @@ void FailureMonitor::report(uint32_t replica_id, wire::SenderKind kind, std::spa
 
 uint32_t FailureMonitor::votes(NodeKey key, uint64_t now) const {
   auto it = watched_.find(key);
-  uint32_t n = it != watched_.end() && suspected_here(it->second, now) ? 1 : 0;
+  uint32_t n = it != watched_.end() && suspected_here(key, it->second, now) ? 1 : 0;
   for (const auto& [who, r] : reports_) {
     if (who.second == key.kind && fresh(r, now) && r.ids.contains(key.id)) ++n;
   }

@@ -33,7 +33,10 @@ struct NodeKey {
 struct MonitorOptions {
   uint32_t self = 1;                      // this replica's id, 1..replicas
   uint32_t replicas = 3;                  // N: a majority is more than N/2
-  uint64_t timeout_ns = 5'000'000;        // silence after which this replica suspects a node
+  uint64_t timeout_ns = 5'000'000;        // silence after which this replica suspects a compute node
+  // ... a memory node: longer, since failing one over is costly and final
+  // (a replica lost for good, a stop-the-world pause). 0: timeout_ns.
+  uint64_t memory_timeout_ns = 0;
   uint64_t report_ttl_ns = 750'000;       // how long a peer's report counts (3 x the 250 us tick)
 };
 
@@ -83,8 +86,12 @@ class FailureMonitor {
     std::set<uint32_t> ids;
     uint64_t at = 0;
   };
-  bool suspected_here(uint64_t last_heard, uint64_t now) const {
-    return now > last_heard && now - last_heard > options_.timeout_ns;
+  uint64_t timeout_of(const NodeKey& key) const {
+    return key.kind == wire::SenderKind::kMemory && options_.memory_timeout_ns != 0 ? options_.memory_timeout_ns
+                                                                                     : options_.timeout_ns;
+  }
+  bool suspected_here(const NodeKey& key, uint64_t last_heard, uint64_t now) const {
+    return now > last_heard && now - last_heard > timeout_of(key);
   }
   bool fresh(const Report& r, uint64_t now) const { return now <= r.at || now - r.at <= options_.report_ttl_ns; }
 

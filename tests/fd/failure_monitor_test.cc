@@ -36,6 +36,23 @@ TEST(FailureMonitor, SuspectsOnlyAfterTheTimeout) {
   EXPECT_EQ(m.last_heard(kA), 104 * kMs);
 }
 
+// Memory nodes have their own, longer timeout: failing one over is final,
+// so a daemon starved for a few milliseconds must not be taken for dead.
+TEST(FailureMonitor, MemoryNodesWaitOutTheirOwnTimeout) {
+  MonitorOptions o = options();
+  o.memory_timeout_ns = 50 * kMs;
+  FailureMonitor m(o);
+  m.watch(kA, 0);
+  m.watch(kMem, 0);
+  EXPECT_EQ(m.local_suspects(6 * kMs), std::vector<NodeKey>{kA});
+  EXPECT_EQ(m.next_suspicion(6 * kMs), 50 * kMs + 1);
+  EXPECT_EQ(m.local_suspects(50 * kMs + 1), (std::vector<NodeKey>{kA, kMem}));  // in key order
+  // Unset, memory nodes use the common timeout.
+  FailureMonitor same(options());
+  same.watch(kMem, 0);
+  EXPECT_EQ(same.local_suspects(5 * kMs + 1), std::vector<NodeKey>{kMem});
+}
+
 TEST(FailureMonitor, NextSuspicionIsTheEarliestTimeout) {
   FailureMonitor m(options());
   EXPECT_EQ(m.next_suspicion(0), UINT64_MAX);

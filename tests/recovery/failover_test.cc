@@ -1394,7 +1394,9 @@ namespace {
 TEST_F(FailoverTest, MemoryNodeFailsOver) {
   memd_heartbeats_ = true;
   ASSERT_NO_FATAL_FAILURE(start_cluster());
-  ASSERT_NO_FATAL_FAILURE(start_fds(kFdTimeoutUs));
+  // As long as for compute nodes: a starved daemon of a sanitizer build on
+  // a loaded machine must not be failed over before the kill.
+  ASSERT_NO_FATAL_FAILURE(start_fds(kFdTimeoutUs, {"--memory-timeout-us", std::to_string(kFdTimeoutUs)}));
   Compute a, b;
   ASSERT_NO_FATAL_FAILURE(start_compute("a", 25, &a));
   ASSERT_NO_FATAL_FAILURE(start_compute("b", 25, &b));
