@@ -34,6 +34,11 @@ Status zero_range(Cluster& cluster, uint64_t begin, uint64_t end) {
 
 Status create_tables(Cluster& cluster, std::span<const TableSpec> specs, const CreateTablesOptions& options) {
   const ComputeConfig& cfg = cluster.config();
+  if (cluster.applied_failed_mask() != 0) {
+    // Every shard would start with a copy fewer, and nothing re-replicates.
+    return Status(Errc::kUnavailable, "a memory node of this cluster was failed over (pandora-ctl status lists it); "
+                                      "load a cluster whose memory nodes are all live");
+  }
   const uint32_t lanes = cluster.lanes_that_fit(cfg.lane_bytes);
   if (lanes < kFixedSlotLanes) {
     return Status(Errc::kInvalidArgument,

@@ -52,6 +52,9 @@ Result<TableAudit> audit_table(Cluster& cluster, uint32_t table_id, const RowFn&
   const size_t nodes = cluster.node_count();
   if (nodes > 64) return Status(Errc::kUnsupported, "audit_table supports at most 64 memory nodes");
 
+  // A memory node failed over is out of the configuration: not read, and
+  // its keys' copies are counted against their live replicas.
+  const auto failed_over = [&cluster](size_t n) { return (cluster.applied_failed_mask() >> n) & 1; };
   std::unordered_map<uint64_t, Copies> seen;
   seen.reserve(t->expected_rows + t->expected_rows / 4);
   std::vector<std::vector<uint8_t>> bufs(nodes, std::vector<uint8_t>(per_chunk * bb));
@@ -61,11 +64,14 @@ Result<TableAudit> audit_table(Cluster& cluster, uint32_t table_id, const RowFn&
     const uint64_t buckets = std::min(per_chunk, t->bucket_count - first);
     const auto len = static_cast<uint32_t>(buckets * bb);
     batch.clear();
-    for (size_t n = 0; n < nodes; ++n) batch.read(n, bucket_offset(*t, first), bufs[n].data(), len);
+    for (size_t n = 0; n < nodes; ++n) {
+      if (!failed_over(n)) batch.read(n, bucket_offset(*t, first), bufs[n].data(), len);
+    }
     if (Status s = batch.run(); !s) {
       return Status(s.code(), fmt::format("scanning table {}: {}", tname, s.message()));
     }
     for (size_t n = 0; n < nodes; ++n) {
+      if (failed_over(n)) continue;
       for (uint64_t off = 0; off < len; off += t->slot_bytes) {
         SlotView v(bufs[n].data() + off);
         if (!v.occupied()) continue;
@@ -111,10 +117,10 @@ Result<TableAudit> audit_table(Cluster& cluster, uint32_t table_id, const RowFn&
       }
     }
   }
-  const uint32_t want = cluster.replicas();
   for (const auto& [key, c] : seen) {
     // Same-node duplicates were reported above; here: replicas missing.
-    if (static_cast<uint32_t>(std::popcount(c.node_mask)) != want) {
+    const size_t want = cluster.replica_indexes(cluster.placement().shard_of(table_id, key)).size();
+    if (static_cast<size_t>(std::popcount(c.node_mask)) != want) {
       audit.problem(fmt::format("{}: key {} is on {} node(s), expected {} replicas", tname, key,
                                 std::popcount(c.node_mask), want));
     }

@@ -320,6 +320,14 @@ class Ctl {
     cf.coordinators = 1;
     auto c = cf.resolve();
     if (!c) return usage(c.status().message());
+    if (!f_.zookeeper.empty()) {
+      // Memory nodes failed over are out of the configuration: not read.
+      auto reg = open();
+      if (!reg) return fail(reg.status());
+      auto cr = (*reg)->read_cluster();
+      if (!cr) return fail(cr.status());
+      for (const FailedMemoryNode& f : cr->failed_memory) c->failed_memory_nodes.emplace_back(f.node_id, f.endpoint);
+    }
     auto cl = Cluster::connect(*c, log_);
     if (!cl) return fail(cl.status());
     if (Status s = (*cl)->load_directory(); !s) return fail(s);

@@ -12,6 +12,7 @@
 
 #include "common/latch.h"
 #include "common/slot_layout.h"
+#include "compute/loader.h"
 #include "compute/scheduler.h"
 #include "tests/compute/compute_test_support.h"
 #include "tests/compute/fault_connection.h"
@@ -274,6 +275,9 @@ TEST(MemoryFailoverPlacementTest, ANodeJoiningAfterAFailOverSkipsTheFailedNode) 
   });
   ASSERT_TRUE(o.committed) << abort_reason_name(o.reason) << ": " << o.detail.to_string();
   for (uint64_t k = 0; k < kRows; ++k) EXPECT_EQ(as_i64(raw_find(c, kAccounts, k).value), 101) << "key " << k;
+  // No new tables on a degraded cluster: every shard would start short.
+  const Status load = create_tables(c, {}, CreateTablesOptions{});
+  EXPECT_EQ(load.code(), Errc::kUnavailable) << load.to_string();
 }
 
 }  // namespace

@@ -1446,6 +1446,22 @@ TEST_F(FailoverTest, MemoryNodeFailsOver) {
   MemoryImage img;
   ASSERT_NO_FATAL_FAILURE(expect_memory_consistent("after the memory node's fail-over", &img));
   EXPECT_TRUE(img.latches.empty()) << "a latch was left behind";
+
+  // The operator's audit reads the live node only and agrees; loading
+  // into the degraded cluster is refused (every shard would start a copy
+  // short).
+  std::string nodes;
+  for (const Endpoint& e : cluster_->memds().endpoints()) nodes += (nodes.empty() ? "" : ",") + e.to_string();
+  std::string out;
+  // Compute id 1: the loader's, which left cleanly (verify's id must fit
+  // a fixed lane slot, and none of the live processes may use it).
+  EXPECT_EQ(cluster_->ctl({"verify", "--memory-nodes", nodes, "--compute-id", "1"}, &out), 0) << out;
+  EXPECT_NE(out.find("verify: every table is consistent"), std::string::npos) << out;
+  EXPECT_NE(cluster_->run_bench("reload", {"--workload", "smallbank", "--accounts", "10", "--load", "--replace",
+                                           "--seconds", "0"},
+                                &out),
+            0);
+  EXPECT_NE(out.find("a memory node of this cluster was failed over"), std::string::npos) << out;
 }
 
 }  // namespace
