@@ -15,6 +15,7 @@ std::string_view abort_reason_name(AbortReason r) {
     case AbortReason::kTransport: return "transport";
     case AbortReason::kUser: return "user";
     case AbortReason::kInvalid: return "invalid";
+    case AbortReason::kFailedOver: return "failed-over";
   }
   return "unknown";
 }

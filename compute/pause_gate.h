@@ -1,6 +1,7 @@
-// Parks the threads of one compute node's blocking sessions for ford's
-// stop-the-world pause (recovery/recovery_coordinator.h), the way the
-// benchmark's runner parks its coroutines:
+// Parks the threads of one compute node's blocking sessions for a
+// stop-the-world pause (ford's recovery, a memory node's fail-over:
+// recovery/recovery_coordinator.h), the way the benchmark's runner parks
+// its coroutines:
 //
 //   PauseGate gate(ack, refuse);
 //   membership.on_pause([&](uint64_t e) { gate.set_epoch(e); });
@@ -21,6 +22,8 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+
+#include "pandora/session.h"
 
 namespace pandora {
 
@@ -60,6 +63,53 @@ class PauseGate {
   uint64_t acked_ = 0, refused_ = 0;
   uint32_t busy_ = 0;
   bool needs_recovery_ = false;
+};
+
+// Holds `gate` entered for a scope that must not be paused in the middle
+// and acknowledges nothing itself: a load, or a benchmark run whose
+// coordinators park and acknowledge on their own. A null gate holds nothing.
+class PauseGateHold {
+ public:
+  explicit PauseGateHold(PauseGate* gate) : gate_(gate) {
+    if (gate_) gate_->enter();
+  }
+  ~PauseGateHold() {
+    if (gate_) gate_->leave(needs_recovery_);
+  }
+  PauseGateHold(const PauseGateHold&) = delete;
+  PauseGateHold& operator=(const PauseGateHold&) = delete;
+  // The scope left state only recovery can clean up (a halted coordinator).
+  void set_needs_recovery() { needs_recovery_ = true; }
+
+ private:
+  PauseGate* gate_;
+  bool needs_recovery_ = false;
+};
+
+// A Session whose every call is one stretch `gate` waits for: no pause is
+// acknowledged while one of its calls runs, and a call made during a pause
+// waits for its end. `halted` says whether the inner session's coordinator
+// halted (then the node refuses every pause from now on).
+class GatedSession final : public Session {
+ public:
+  GatedSession(Session& inner, PauseGate& gate, std::function<bool()> halted)
+      : inner_(inner), gate_(gate), halted_(std::move(halted)) {}
+  void run(const std::function<void(Txn&)>& body) override {
+    gate_.enter();
+    inner_.run(body);
+    gate_.leave(halted_());
+  }
+  CommitOutcome transact(const std::function<AbortReason(Txn&)>& body) override {
+    gate_.enter();
+    CommitOutcome o = inner_.transact(body);
+    gate_.leave(halted_());
+    return o;
+  }
+
+ private:
+  Session& inner_;
+  PauseGate& gate_;
+  std::function<bool()> halted_;
 };
 
 }  // namespace pandora

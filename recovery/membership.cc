@@ -111,8 +111,9 @@ void Membership::detach() {
     std::lock_guard<std::mutex> g(ids_mu_);
     ids_.store(nullptr, std::memory_order_release);
   }
-  std::lock_guard<std::mutex> g(memfail_mu_);
+  std::lock_guard<std::mutex> g(callbacks_mu_);
   on_memory_failure_ = nullptr;
+  on_pause_ = nullptr;
 }
 
 Status Membership::attach(Cluster& cluster) {
@@ -307,7 +308,7 @@ void Membership::refresh_pause() {
       pause_changed_ = true;
       return;
     }
-    std::lock_guard<std::mutex> g(memfail_mu_);  // detach() waits for the callback's end
+    std::lock_guard<std::mutex> g(callbacks_mu_);  // detach() waits for the callback's end
     for (const FailedMemoryNode& f : cr->failed_memory) {
       if (on_memory_failure_) on_memory_failure_(f.node_id);
     }
@@ -317,25 +318,24 @@ void Membership::refresh_pause() {
     if (*epoch) logger_.info("stop-the-world pause {} requested: parking", *epoch);
     else logger_.info("pause over: resuming");
   }
-  std::function<void(uint64_t)> f;
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    f = on_pause_;
-  }
-  if (f) f(*epoch);
+  std::lock_guard<std::mutex> g(callbacks_mu_);  // detach() waits for the callback's end
+  if (on_pause_) on_pause_(*epoch);
 }
 
 void Membership::on_pause(std::function<void(uint64_t)> f) {
   {
-    std::lock_guard<std::mutex> g(mu_);
+    std::lock_guard<std::mutex> g(callbacks_mu_);
     on_pause_ = std::move(f);
+  }
+  {
+    std::lock_guard<std::mutex> g(mu_);
     pause_changed_ = true;  // deliver the current epoch
   }
   cv_.notify_all();
 }
 
 void Membership::on_memory_failure(std::function<void(uint32_t)> f) {
-  std::lock_guard<std::mutex> g(memfail_mu_);
+  std::lock_guard<std::mutex> g(callbacks_mu_);
   on_memory_failure_ = std::move(f);
 }
 

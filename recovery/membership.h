@@ -68,8 +68,9 @@ class Membership {
   // the cluster record feed cluster.declare_memory_failed (on_memory_failure).
   // The cluster must outlive this object, or detach() be called first.
   Status attach(Cluster& cluster);
-  // Stops touching the set (and cluster) given to attach(): once this
-  // returns, no thread of this object reads or writes it. Idempotent; leave() implies it.
+  // Stops touching the set (and cluster) given to attach(), and calls
+  // neither on_pause's nor on_memory_failure's callback any more: once this
+  // returns, no thread of this object reads or writes them. Idempotent; leave() implies it.
   void detach();
 
   // This node's own pid was published as failed: it has been fenced.
@@ -162,9 +163,11 @@ class Membership {
   std::atomic<uint64_t> pause_epoch_{0};
   bool closing_ = false;          // guarded by mu_
   std::function<void()> on_fenced_;
-  std::function<void(uint64_t)> on_pause_;  // guarded by mu_
-  std::mutex memfail_mu_;  // on_memory_failure_ calls vs. detach()
-  std::function<void(uint32_t)> on_memory_failure_;  // guarded by memfail_mu_
+  // Held while a callback below runs (so detach() returns only once none
+  // is running) and while one is set or cleared.
+  std::mutex callbacks_mu_;
+  std::function<void(uint64_t)> on_pause_;           // guarded by callbacks_mu_
+  std::function<void(uint32_t)> on_memory_failure_;  // guarded by callbacks_mu_
   std::mutex link_mu_;  // link_ stopped by stop_heartbeats() vs. stop_threads()
   std::thread watcher_;
 };

@@ -31,6 +31,7 @@ constexpr size_t abort_reason_index(AbortReason r) {
     case AbortReason::kTransport:
     case AbortReason::kUser:
     case AbortReason::kInvalid:
+    case AbortReason::kFailedOver:
       return static_cast<size_t>(r);
   }
   return SIZE_MAX;
@@ -38,7 +39,7 @@ constexpr size_t abort_reason_index(AbortReason r) {
 #pragma GCC diagnostic pop
 
 // The last AbortReason; the count of reasons (TxnCounters::aborts) follows.
-inline constexpr AbortReason kLastAbortReason = AbortReason::kInvalid;
+inline constexpr AbortReason kLastAbortReason = AbortReason::kFailedOver;
 inline constexpr size_t kAbortReasons = abort_reason_index(kLastAbortReason) + 1;
 static_assert(abort_reason_index(static_cast<AbortReason>(kAbortReasons)) == SIZE_MAX,
               "a reason lies beyond kLastAbortReason: move kLastAbortReason to the new last reason");

@@ -60,7 +60,7 @@ FailoverOutcome fail_over(TxnContext& ctx) {
   if (!ctx.logged) {
     ctx.detail = Status(Errc::kDisconnected,
                         fmt::format("memory node {} failed; the transaction aborted (retry it)", names));
-    abort_transaction(ctx, AbortReason::kTransport);
+    abort_transaction(ctx, AbortReason::kFailedOver);
     return FailoverOutcome::kEnded;
   }
   // Validated and logged: its outcome is commit. Complete it on the live

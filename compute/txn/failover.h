@@ -7,7 +7,8 @@
 //  * logged (validated, its record on the live log nodes): it commits - its
 //    commit WRITEs are (re-)applied to every live replica (absolute values,
 //    so re-applying is harmless) and its latches on live nodes released;
-//  * not logged: it aborts, releasing its latches on live nodes;
+//  * not logged: it aborts (AbortReason::kFailedOver: nothing was written,
+//    run it again), releasing its latches on live nodes;
 //  * a latch on the dead node is gone with the node; nobody takes the object
 //    on its new primary before every compute node has parked for the
 //    fail-over's pause (Cluster::apply_memory_failures), i.e. before this

@@ -30,7 +30,8 @@ class Session {
   // the body's reason.
   virtual CommitOutcome transact(const std::function<AbortReason(Txn&)>& body) = 0;
 
-  // Retries transact() while it aborts for a conflict (is_conflict), at
+  // Retries transact() while it aborts for a conflict or a memory node's
+  // fail-over (is_retryable), at
   // most `attempts` times; returns the last outcome. Each attempt is one
   // transact() call, so whatever an implementation does around a call (the
   // client's pause gate) happens between attempts too.
@@ -38,7 +39,7 @@ class Session {
     CommitOutcome out;
     for (int i = 0; i < attempts; ++i) {
       out = transact(body);
-      if (out.committed || !is_conflict(out.reason)) return out;
+      if (out.committed || !is_retryable(out.reason)) return out;
     }
     return out;
   }

@@ -43,6 +43,7 @@ enum class AbortReason : uint8_t {
   kTransport,         // a memory node failed, fenced us, or timed out
   kUser,              // the application called abort()
   kInvalid,           // bad argument (unknown table, wrong value size, ...)
+  kFailedOver,        // a memory node failed under it and was failed over: nothing was written; run it again
 };
 
 std::string_view abort_reason_name(AbortReason r);
@@ -52,6 +53,11 @@ std::string_view abort_reason_name(AbortReason r);
 constexpr bool is_conflict(AbortReason r) {
   return r == AbortReason::kLatched || r == AbortReason::kValidationFailed;
 }
+
+// Worth running again as it is: a conflict, or a memory node's fail-over
+// that caught the transaction before it was logged (the next attempt runs
+// on the surviving replicas).
+constexpr bool is_retryable(AbortReason r) { return is_conflict(r) || r == AbortReason::kFailedOver; }
 
 struct CommitOutcome {
   bool committed = false;

@@ -131,7 +131,8 @@ TEST_P(MemoryFailoverTest, AnUnloggedTransactionAbortsAndReleasesItsLiveLatches)
   CommitOutcome o;
   run([&](Coordinator& c) { o = add(c.txn(), {live_key, dead_key}, 5); });
   EXPECT_FALSE(o.committed);
-  EXPECT_EQ(o.reason, AbortReason::kTransport);
+  EXPECT_EQ(o.reason, AbortReason::kFailedOver);
+  EXPECT_TRUE(is_retryable(o.reason));
   EXPECT_NE(engine().last_detail().message().find("failed; the transaction aborted"), std::string::npos)
       << engine().last_detail().to_string();
   EXPECT_FALSE(engine().halted());

@@ -81,3 +81,63 @@ TEST(PauseGate, AHaltDuringAPauseRefusesIt) {
 
 }  // namespace
 }  // namespace pandora
+
+namespace pandora {
+namespace {
+
+// A session that records when it runs and whether the gate had acknowledged
+// the pause by then.
+class ProbeSession final : public Session {
+ public:
+  explicit ProbeSession(Calls& c) : c_(c) {}
+  void run(const std::function<void(Txn&)>&) override { acks_seen.push_back(c_.acks.size()); }
+  CommitOutcome transact(const std::function<AbortReason(Txn&)>&) override {
+    acks_seen.push_back(c_.acks.size());
+    // A pause begins while this transaction runs: not acknowledged yet.
+    if (pause_during) c_.gate.set_epoch(pause_during);
+    acks_during.push_back(c_.acks.size());
+    return CommitOutcome{true, AbortReason::kNone, {}};
+  }
+  std::vector<size_t> acks_seen, acks_during;
+  uint64_t pause_during = 0;
+
+ private:
+  Calls& c_;
+};
+
+// The bench's load and run hold the gate for their whole stretch; the
+// check's transactions (a GatedSession) each are one stretch: a pause that
+// begins inside one is acknowledged when it ends, not before.
+TEST(PauseGate, HoldsAndGatedSessionsAreStretchesThePauseWaitsFor) {
+  Calls c;
+  {
+    PauseGateHold hold(&c.gate);
+    c.gate.set_epoch(7);
+    EXPECT_TRUE(c.acks.empty()) << "acknowledged in the middle of a held stretch (a load, a run)";
+  }
+  EXPECT_EQ(c.acks, (std::vector<uint64_t>{7}));
+  c.gate.set_epoch(0);
+
+  ProbeSession inner(c);
+  bool halted = false;
+  GatedSession s(inner, c.gate, [&halted] { return halted; });
+  inner.pause_during = 8;
+  EXPECT_TRUE(s.transact([](Txn&) { return AbortReason::kNone; }).committed);
+  EXPECT_EQ(inner.acks_during, (std::vector<size_t>{1})) << "acknowledged while the transaction ran";
+  EXPECT_EQ(c.acks, (std::vector<uint64_t>{7, 8})) << "acknowledged when it ended";
+  c.gate.set_epoch(0);
+
+  // A halted session's node refuses the next pause instead.
+  inner.pause_during = 0;
+  halted = true;
+  s.transact([](Txn&) { return AbortReason::kNone; });
+  c.gate.set_epoch(9);
+  EXPECT_EQ(c.refusals, (std::vector<uint64_t>{9}));
+  EXPECT_EQ(c.acks, (std::vector<uint64_t>{7, 8}));
+
+  // A null hold holds nothing.
+  { PauseGateHold none(nullptr); }
+}
+
+}  // namespace
+}  // namespace pandora

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "compute/blocking_client.h"
+#include "compute/pause_gate.h"
 #include "compute/cluster.h"
 #include "common/lane_map.h"
 #include "compute/loader.h"
@@ -147,6 +148,11 @@ bool lanes_hold(const Workload& workload, uint32_t lane_bytes, const BenchConfig
 // learnt by watch), and its connections. Members go in reverse order:
 // failed-ids detached, connections closed, then the cluster left.
 struct BenchNode {
+  // Stop-the-world pauses (ford's recovery, a memory node's fail-over)
+  // outside the run, whose coordinators park themselves: the check's
+  // transactions and the load are stretches it waits for. First, so it
+  // outlives the membership's thread that feeds it.
+  std::unique_ptr<PauseGate> gate;
   std::unique_ptr<Membership> membership;
   Leaver leaver;
   std::unique_ptr<Cluster> cluster;
@@ -188,9 +194,28 @@ bool join_and_connect(BenchConfig& cfg, const Logger& logger, std::atomic<bool>*
       fail(fmt::format("reading failed-ids: {}", s.to_string()));
       return false;
     }
+    node->gate = std::make_unique<PauseGate>(
+        [node, &logger](uint64_t epoch) {
+          // Nothing of this node is in flight: a memory node's fail-over
+          // may switch primaries now, before the acknowledgement.
+          if (Status s = node->cluster->apply_memory_failures(); !s) {
+            logger.error("pause {}: {}; not acknowledging it", epoch, s.to_string());
+            return;
+          }
+          node->membership->ack_pause(epoch);
+        },
+        [node, &logger](uint64_t epoch) {
+          logger.error("refusing stop-the-world pause {}: a coordinator halted with a transaction left to recovery; "
+                       "this node stops heartbeating to be recovered itself",
+                       epoch);
+          node->membership->stop_heartbeats();
+        });
+    // Cleared by detach(), i.e. before the cluster goes.
+    node->membership->on_pause([gate = node->gate.get()](uint64_t epoch) { gate->set_epoch(epoch); });
   }
   return true;
 }
+
 
 // The table directory (unless a --load just wrote it), the workload
 // attached to it, and the check's blocking client; nullptr after printing
@@ -310,7 +335,10 @@ int run_merge(BenchConfig& cfg) {
   in.baseline = *base->invariant_before;
   in.committed_delta = merged->run->committed_delta;
   in.uncertain = merged->run->uncertain;
-  const CheckResult check = (*workload)->check(*client, in);
+  std::optional<GatedSession> gated_client;
+  if (node.gate) gated_client.emplace(*client, *node.gate, [&client] { return client->engine().halted(); });
+  const CheckResult check =
+      (*workload)->check(gated_client ? static_cast<Session&>(*gated_client) : *client, in);
   merged->invariant_before = in.baseline;
   merged->check = {true, check.passed, check.message};
   if (!publish(*merged, cfg)) return 1;
@@ -385,6 +413,7 @@ int run_bench(const BenchConfig& cfg_in) {
       if (!lanes_hold(*w, cfg.compute.lane_bytes, cfg, "this cluster's lanes are")) return 1;
     }
     const Clock::time_point t0 = Clock::now();
+    const PauseGateHold hold(node.gate.get());  // a pause waits for the load
     if (Status s = load_tables(cluster, to_load, cfg.replace, &summary.rows_loaded); !s) {
       fail(fmt::format("load failed: {}", s.to_string()));
       return 1;
@@ -395,10 +424,15 @@ int run_bench(const BenchConfig& cfg_in) {
 
   std::unique_ptr<BlockingClient> client = open_check_client(cfg, cluster, workload);
   if (!client) return 1;
+  // With a membership the check's transactions are stretches the pause
+  // gate waits for (a pause while they run is acknowledged between them).
+  std::optional<GatedSession> gated_client;
+  if (node.gate) gated_client.emplace(*client, *node.gate, [&client] { return client->engine().halted(); });
+  Session& check_session = gated_client ? static_cast<Session&>(*gated_client) : *client;
 
   int64_t baseline = 0;
   if (cfg.check) {
-    Result<Audit> before = workload.audit(*client);
+    Result<Audit> before = workload.audit(check_session);
     if (!before) {
       fail(fmt::format("pre-run audit: {}", before.status().to_string()));
       return 1;
@@ -463,7 +497,12 @@ int run_bench(const BenchConfig& cfg_in) {
       std::fflush(stdout);
     };
     wait_for_start(cfg.start_at_ms, stop_run);
+    // The run's coordinators park and acknowledge pauses themselves; the
+    // gate acknowledges none while they run.
+    std::optional<PauseGateHold> run_hold(std::in_place, node.gate.get());
     Result<RunStats> stats = run_workload(**sched, workload, cfg.compute.compute_id, ro);
+    if (stats && (stats->halted_coordinators > 0 || stats->pause_refused)) run_hold->set_needs_recovery();
+    run_hold.reset();
     if (!stats) {
       fail(stats.status().message());
       return 1;
@@ -517,7 +556,7 @@ int run_bench(const BenchConfig& cfg_in) {
       in.committed_delta = summary.stats->committed_delta;
       in.uncertain = summary.stats->uncertain;
     }
-    summary.check = workload.check(*client, in);
+    summary.check = workload.check(check_session, in);
   }
 
   // The summary and the report cover what ran, also when the run stopped
