@@ -166,6 +166,9 @@ mapfile -t crashes < <(for h in "${!crashed[@]}"; do echo "${crashed[$h]} $h"; d
 memd_port=7000 fd_port=7100 zk_client=2181 zk_quorum=2888 zk_election=3888
 rundir="$remote_dir/run" bin="$remote_dir/src/build/release"
 zk_connect="${zk_addr[0]}:$zk_client,${zk_addr[1]}:$zk_client,${zk_addr[2]}:$zk_client"
+# The memory daemons heartbeat the detector's replicas, so a dead one is
+# failed over (recovery/README.md, "A memory node's failure").
+fd_replicas="${zk_addr[0]}:$fd_port,${zk_addr[1]}:$fd_port,${zk_addr[2]}:$fd_port"
 endpoints="$(printf "%s:$memd_port," "${mem_addr[@]}")" endpoints="${endpoints%,}"
 # One ZooKeeper server per zk node. deploy/local/zookeeper.sh runs a whole
 # ensemble on 127.0.0.1 with ports it picks, and has no mode for one server of
@@ -291,7 +294,7 @@ cmd_start() {
     # A fresh region each start: the ZooKeeper tree and the tables are new too.
     local region="$region_dir/mem$((i + 1)).pm"
     on "${mem[$i]}" "cd $rundir && umask 077 && mkdir -p $region_dir && rm -f $region memd.port && PMEM_IS_PMEM_FORCE=1 $(
-      daemon memd "$bin/memory/pandora-memd --pm-path $region --size $region_size --node-id $((i + 1)) --listen ${mem_addr[$i]}:$memd_port --port-file $rundir/memd.port --cluster-id $cluster_id --secret-file $rundir/secret --threads $memd_threads$(memd_verbs_flags)"
+      daemon memd "$bin/memory/pandora-memd --pm-path $region --size $region_size --node-id $((i + 1)) --listen ${mem_addr[$i]}:$memd_port --port-file $rundir/memd.port --cluster-id $cluster_id --secret-file $rundir/secret --threads $memd_threads --fd-replicas $fd_replicas$(memd_verbs_flags)"
     ) && $(wait_until "test -s memd.port" memd.pid memd.log 60)"
   done
   say "ZooKeeper ensemble: ${zk[*]}"

@@ -49,6 +49,8 @@ same() {  # same DESCRIPTION GOT WANT
 same "ZooKeeper started on the zk nodes" "$(hosts_of 'QuorumPeerMain /var/tmp/pandora/run/zk.cfg')" "node-0 node-1 node-2"
 same "pandora-fd started on the zk nodes" "$(hosts_of 'recovery/pandora-fd --config')" "node-0 node-1 node-2"
 same "pandora-memd started on the memory nodes" "$(hosts_of 'memory/pandora-memd --pm-path')" "node-3 node-4"
+same "memory daemons heartbeat the three pandora-fd replicas" \
+  "$(grep -c -- "memory/pandora-memd .*--fd-replicas 10.10.1.1:7100,10.10.1.2:7100,10.10.1.3:7100" "$out")" "2"
 same "tables loaded from the first compute node" "$(hosts_of 'pandora-bench .* --load ')" "node-5"
 same "a bench on every compute node" "$(hosts_of 'pandora-bench .* --report ')" "node-5 node-6"
 same "pandora-ctl init on the first zk node" "$(hosts_of 'pandora-ctl init ')" "node-0"
