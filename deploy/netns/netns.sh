@@ -149,6 +149,7 @@ zk_servers=3
 zk_fsync=()
 zk_root=/pandora
 fd_replicas=0
+fd_port=7100  # each replica in its own namespace: a fixed port collides with nothing
 fd_timeout_us=200000
 fd_args=()
 subnet="10.213.0.0/24"
@@ -509,16 +510,30 @@ start_run() {
   say "run $prefix: subnet $base.0/24, state in $dir"
   create_switch
   say "switch: namespace $(switch_ns), bridge ${prefix}br"
-  local i name ewp=()
+  local i name ewp=() heartbeat=()
   [[ -z "$exit_with_pid" ]] || ewp=(--exit-with-pid "$exit_with_pid")
+  # Every namespace first, in address order (memory nodes, ZooKeeper, the
+  # detector's replicas), so the memory daemons can be told where the
+  # replicas will listen: they heartbeat them, and a dead or cut-off
+  # memory node is failed over (recovery/README.md).
+  for ((i = 1; i <= memory_nodes; i++)); do add_node "mem$i" memd; done
+  [[ "$zookeeper" -eq 0 ]] || add_node zk zk
+  if [[ "$fd_replicas" -gt 0 ]]; then
+    local replicas=""
+    for ((i = 1; i <= fd_replicas; i++)); do
+      add_node "fd$i" fd
+      replicas+="${replicas:+,}$(node_get "fd$i" addr):$fd_port"
+    done
+    heartbeat=(--fd-replicas "$replicas")
+  fi
   for ((i = 1; i <= memory_nodes; i++)); do
     name="mem$i"
-    add_node "$name" memd
     # Regions on /dev/shm are treated as PM (README, Persistent memory).
     launch "$name" env PMEM_IS_PMEM_FORCE=1 "$memd" \
       --pm-path "$region_dir/$name.pm" --size "$size" --log-size "$log_size" --node-id "$i" \
       --listen "$(node_get "$name" addr):0" --port-file "$dir/$name.port" \
-      --cluster-id "$cluster_id" --secret-file "$dir/secret" --log-level "$log_level" ${ewp[@]+"${ewp[@]}"}
+      --cluster-id "$cluster_id" --secret-file "$dir/secret" --log-level "$log_level" ${ewp[@]+"${ewp[@]}"} \
+      ${heartbeat[@]+"${heartbeat[@]}"}
   done
   local deadline=$((SECONDS + 30)) port pid endpoints=""
   for ((i = 1; i <= memory_nodes; i++)); do
@@ -532,7 +547,6 @@ start_run() {
   say "cluster id $cluster_id, secret file $dir/secret, endpoints $endpoints"
 
   if [[ "$zookeeper" -eq 1 ]]; then
-    add_node zk zk
     local zk_addr
     zk_addr="$(node_get zk addr)"
     say "zk: a ZooKeeper ensemble of $zk_servers server(s) on $zk_addr in namespace $(node_get zk ns)"
@@ -554,10 +568,9 @@ start_run() {
   if [[ "$fd_replicas" -gt 0 ]]; then
     for ((i = 1; i <= fd_replicas; i++)); do
       name="fd$i"
-      add_node "$name" fd
       launch "$name" "$fd_bin" --zookeeper "$(cat "$dir/zk_connect")" --zk-root "$zk_root" \
         --cluster-id "$cluster_id" --secret-file "$dir/secret" --replica-id "$i" --replicas "$fd_replicas" \
-        --listen "$(node_get "$name" addr):0" --timeout-us "$fd_timeout_us" --log-level "$log_level" \
+        --listen "$(node_get "$name" addr):$fd_port" --timeout-us "$fd_timeout_us" --log-level "$log_level" \
         ${ewp[@]+"${ewp[@]}"} ${fd_args[@]+"${fd_args[@]}"}
     done
     echo "$fd_timeout_us" >"$dir/fd_timeout_us"

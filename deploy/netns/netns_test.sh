@@ -6,6 +6,7 @@
 #
 #   bash deploy/netns/netns_test.sh memory-partition  --memd M --fd F --ctl C --bench B
 #   bash deploy/netns/netns_test.sh compute-partition --memd M --fd F --ctl C --bench B
+#   bash deploy/netns/netns_test.sh memory-failover   --memd M --fd F --ctl C --bench B
 #
 # memory-partition: 2 memory daemons and compute nodes in their own
 #   namespaces; a SmallBank run must pass its check; then a second run is
@@ -15,6 +16,11 @@
 #   replicas; a compute node joined through ZooKeeper is partitioned while it
 #   runs, and the detector must fence and recover its pid (pandora-ctl status:
 #   the pid in failed-ids and its recovery done, with a detection time).
+# memory-failover: as compute-partition, but mem2's namespace is partitioned
+#   under a running SmallBank (transfers) compute node: the detector fails
+#   mem2 over (pandora-ctl status lists it), the compute node switches to
+#   the surviving replicas and ends its run with exit 0, and an audit finds
+#   the loaded money total.
 #
 # Exit 77 (ctest SKIP_RETURN_CODE) when this host cannot run network
 # namespaces (not root, no ip netns, veth or bridge), with the reason.
@@ -38,8 +44,9 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 case "$scenario" in
-  memory-partition|compute-partition) ;;
-  *) echo "usage: netns_test.sh memory-partition|compute-partition --memd M --fd F --ctl C --bench B" >&2; exit 2 ;;
+  memory-partition|compute-partition|memory-failover) ;;
+  *) echo "usage: netns_test.sh memory-partition|compute-partition|memory-failover --memd M --fd F --ctl C --bench B" >&2
+     exit 2 ;;
 esac
 for b in "$memd" "$fd" "$ctl" "$bench"; do
   [[ -x "$b" ]] || { echo "netns_test.sh: binary '$b' missing" >&2; exit 2; }
@@ -164,6 +171,43 @@ if [[ "$scenario" == memory-partition ]]; then
   grep -qF "memory node 2 ($mem2): connection lost" "$dir/c2.log" ||
     fail "c2's log does not name memory node 2 ($mem2) as lost"
   echo "ok: partitioned mem2: $(grep -m1 -o "memory node 2 ([^)]*): connection lost ([a-z]*)" "$dir/c2.log"), exit 8"
+elif [[ "$scenario" == memory-failover ]]; then
+  # Memory-node suspicion as slow as compute's: sanitizer builds on a loaded
+  # host must not fail a live daemon over.
+  "${netns[@]}" start "${start_opts[@]}" --zookeeper --zk-no-fsync --fd-replicas 3 --fd-timeout-us 1000000 \
+    --fd-arg --memory-timeout-us --fd-arg 1000000 --fd "$fd" --ctl "$ctl"
+  bench_common[1]="$(cat "$dir/cluster_id")"
+  zk=(--zookeeper "$(cat "$dir/zk_connect")")
+  ctl_status() {
+    "${netns[@]}" exec zk --dir "$dir" -- "$ctl" status "${zk[@]}" --cluster-id "${bench_common[1]}" \
+      --secret-file "$dir/secret" 2>&1
+  }
+  money() { sed -n 's/^check passed: total money (cents) = \([0-9-]*\).*/\1/p' "$1" | head -n1; }
+  "${netns[@]}" run-compute loader --dir "$dir" -- "$bench" "${zk[@]}" "${bench_common[@]}" --mix transfers --load \
+    --seconds 0 >"$dir/loader.out" 2>&1 || { cat "$dir/loader.out" >&2; fail "loading through ZooKeeper failed"; }
+  loaded="$(money "$dir/loader.out")"
+  [[ -n "$loaded" ]] || { cat "$dir/loader.out" >&2; fail "the load printed no money total"; }
+  leader_ready() { grep -qs "leader data plane" "$dir"/fd*.log; }
+  wait_for 30 "the detector's leader data plane" leader_ready
+
+  "${netns[@]}" run-compute c2 --background --dir "$dir" -- "$bench" "${zk[@]}" "${bench_common[@]}" \
+    --mix transfers --seconds 15 --warmup-seconds 0 --op-timeout-ms 1000 --no-check
+  wait_for 30 "c2 committing" has_commits c2
+  "${netns[@]}" partition mem2 --dir "$dir"
+  failed_over() { ctl_status | grep -qE "^failed over \(out of the configuration\): node 2 at 10\.213\.0\.2:"; }
+  wait_for 30 "the detector failing mem2 over" failed_over
+  echo "ok: $(ctl_status | grep -E '^(epoch|failed over)' | tr '\n' ' ')"
+  set +e
+  "${netns[@]}" wait c2 --dir "$dir" --timeout-s 60
+  rc=$?
+  set -e
+  [[ $rc -eq 0 ]] || fail "c2 exited $rc after mem2 was failed over, expected 0 (it runs on the surviving replicas)"
+  grep -qF "memory configuration 1: 1 of 2 memory nodes live" "$dir/c2.log" || fail "c2 did not switch primaries"
+  "${netns[@]}" run-compute audit --dir "$dir" -- "$bench" "${zk[@]}" "${bench_common[@]}" --mix transfers \
+    --seconds 0 >"$dir/audit.out" 2>&1 || { cat "$dir/audit.out" >&2; fail "the audit after the fail-over failed"; }
+  after="$(money "$dir/audit.out")"
+  [[ "$after" == "$loaded" ]] || fail "money: loaded $loaded, $after after the fail-over"
+  echo "ok: c2 ran on after mem2 was failed over ($(grep -m1 -o 'memory-node fail-over: [0-9]* transaction(s)' "$dir/c2.log" || echo 'no transaction in flight')); money conserved ($after)"
 else
   "${netns[@]}" start "${start_opts[@]}" --zookeeper --zk-no-fsync --fd-replicas 3 --fd-timeout-us 300000 \
     --fd "$fd" --ctl "$ctl"
