@@ -63,7 +63,7 @@ bool RemoteOps::complete(const Completion& c) {
       first_error_ = c.status;
       first_error_node_ = op.node;
     }
-    if (c.status == Errc::kDisconnected || c.status == Errc::kTimeout || c.status == Errc::kIo) {
+    if (is_lost_link(c.status)) {
       if (op.node < 64) lost_nodes_ |= uint64_t{1} << op.node;
     } else {
       other_failure_ = true;

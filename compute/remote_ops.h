@@ -44,6 +44,11 @@ class Suspender {
   virtual void yield() = 0;
 };
 
+// An operation failed as a lost link does (disconnected, timed out, I/O):
+// the memory node may have crashed. Anything else (fenced, a bad address)
+// says nothing about the node's health.
+constexpr bool is_lost_link(Errc e) { return e == Errc::kDisconnected || e == Errc::kTimeout || e == Errc::kIo; }
+
 class RemoteOps {
  public:
   using OpId = uint32_t;
@@ -79,9 +84,9 @@ class RemoteOps {
   size_t first_error_node() const { return first_error_node_; }
   size_t node_of(OpId id) const { return ops_[id].node; }
   // Since reset() or clear_failures(): the nodes (bit = node index) where an
-  // operation failed as a lost node does (disconnected, timed out, I/O), and
-  // whether any failed otherwise (fenced, a bad address): only the former
-  // can be a memory node's crash (compute/txn/failover.h).
+  // operation failed as a lost link does (is_lost_link), and whether any
+  // failed otherwise: only the former can be a memory node's crash
+  // (compute/txn/failover.h).
   uint64_t lost_node_mask() const { return lost_nodes_; }
   bool other_failure() const { return other_failure_; }
   // Forgets the failures seen so far (the operations keep their status):

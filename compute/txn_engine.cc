@@ -165,17 +165,10 @@ CommitOutcome TxnEngine::commit() {
   for (const txn::PlanStep& step : ctx_.plan.steps()) {
     if (AbortReason r = step.run(ctx_); r != AbortReason::kNone) {
       if (r == AbortReason::kTransport) {
-        switch (txn::fail_over(ctx_)) {
-          case txn::FailoverOutcome::kCommitted:
-            txn::account_finish(ctx_, true, AbortReason::kNone);
-            active_ = false;
-            return CommitOutcome{true, AbortReason::kNone, {}};
-          case txn::FailoverOutcome::kEnded:
-            return ended();
-          case txn::FailoverOutcome::kNotApplicable:
-            describe_transport_failure();
-            break;
-        }
+        const txn::FailoverOutcome f = txn::fail_over(ctx_);
+        if (f == txn::FailoverOutcome::kCommitted) break;  // decided by the live replicas: committed
+        if (f == txn::FailoverOutcome::kEnded) return ended();
+        describe_transport_failure();
       }
       txn::abort_transaction(ctx_, r);
       return ended();

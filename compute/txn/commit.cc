@@ -1,14 +1,13 @@
 #include "compute/txn/commit.h"
 
-#include "compute/txn/failover.h"
-#include "compute/txn/protocol.h"
-
 #include <fmt/format.h>
 
 #include "common/slot_layout.h"
 #include "compute/table_geometry.h"
 #include "compute/txn/abort.h"
+#include "compute/txn/failover.h"
 #include "compute/txn/latching.h"
+#include "compute/txn/protocol.h"
 
 namespace pandora::txn {
 
@@ -72,11 +71,11 @@ AbortReason unlatch(TxnContext& ctx) {
 
 namespace {
 
-// A release that failed as a lost node does, on a node that may yet be
+// A release that failed as a lost link does, on a node that may yet be
 // declared failed: its latch then goes with the node.
 bool may_fail_over(const TxnContext& ctx, Errc e) {
   return ctx.cluster.config().memory_failover_wait.count() > 0 && ctx.protocol->mode() == ProtocolMode::kPandora &&
-         (e == Errc::kDisconnected || e == Errc::kTimeout || e == Errc::kIo);
+         is_lost_link(e);
 }
 
 }  // namespace
