@@ -81,17 +81,28 @@ std::string pid_list(const std::vector<uint16_t>& pids) {
   return s;
 }
 
-Result<std::vector<uint16_t>> parse_pid_list(std::string_view v) {
-  std::vector<uint16_t> out;
+// Calls `item` for each entry of the comma list `v` ("" has none); the
+// first failure stops it.
+Status for_each_listed(std::string_view v, const std::function<Status(std::string_view)>& item) {
   size_t pos = 0;
   while (pos < v.size()) {
     size_t c = v.find(',', pos);
     if (c == std::string_view::npos) c = v.size();
-    auto pid = parse_pid_name(v.substr(pos, c - pos));
-    if (!pid) return pid.status();
-    out.push_back(*pid);
+    if (Status s = item(v.substr(pos, c - pos)); !s) return s;
     pos = c + 1;
   }
+  return Status::ok();
+}
+
+Result<std::vector<uint16_t>> parse_pid_list(std::string_view v) {
+  std::vector<uint16_t> out;
+  Status s = for_each_listed(v, [&out](std::string_view name) {
+    auto pid = parse_pid_name(name);
+    if (!pid) return pid.status();
+    out.push_back(*pid);
+    return Status::ok();
+  });
+  if (!s) return s;
   return out;
 }
 
@@ -148,21 +159,15 @@ Result<ClusterRecord> decode_cluster_record(std::string_view text) {
       if (!x) return x.status();
       r.epoch = *x;
     } else if (k == "memory_nodes") {
-      size_t pos = 0;
-      while (pos < v.size()) {
-        size_t c = v.find(',', pos);
-        if (c == std::string::npos) c = v.size();
-        auto ep = parse_endpoint(std::string_view(v).substr(pos, c - pos));
+      Status s = for_each_listed(v, [&r](std::string_view item) {
+        auto ep = parse_endpoint(item);
         if (!ep) return Status(Errc::kCorrupt, "cluster record: " + ep.status().message());
         r.memory_nodes.push_back(*ep);
-        pos = c + 1;
-      }
+        return Status::ok();
+      });
+      if (!s) return s;
     } else if (k == "failed_memory") {
-      size_t pos = 0;
-      while (pos < v.size()) {
-        size_t c = v.find(',', pos);
-        if (c == std::string::npos) c = v.size();
-        const std::string_view item = std::string_view(v).substr(pos, c - pos);
+      Status s = for_each_listed(v, [&r](std::string_view item) {
         const size_t at = item.find('@');
         if (at == std::string_view::npos) {
           return Status(Errc::kCorrupt, fmt::format("cluster record: failed_memory entry '{}' is not ID@HOST:PORT", item));
@@ -172,8 +177,9 @@ Result<ClusterRecord> decode_cluster_record(std::string_view text) {
         auto ep = parse_endpoint(item.substr(at + 1));
         if (!ep) return Status(Errc::kCorrupt, "cluster record: " + ep.status().message());
         r.failed_memory.push_back(FailedMemoryNode{static_cast<uint32_t>(*id), *ep});
-        pos = c + 1;
-      }
+        return Status::ok();
+      });
+      if (!s) return s;
     } else if (k == "protocol") {
       if (v != "pandora" && v != "ford" && v != "log-a-latch") {
         return Status(Errc::kCorrupt, fmt::format("cluster record: unknown protocol '{}'", v));
