@@ -27,31 +27,18 @@ struct ClientState {
   explicit ClientState(Logger l) : logger(std::move(l)) {}
   ~ClientState() {
     if (membership) membership->detach();  // stop writing failed-ids before the cluster goes
-    {
-      std::lock_guard<std::mutex> g(cluster_mu);  // a pause's ack may be applying on the membership's thread
-      cluster.reset();  // connections closed before the departure is written
-    }
+    cluster.reset();  // connections closed before the departure is written
     if (membership && !membership->fenced()) {
       if (Status s = membership->leave(); !s) logger.warn("leaving the cluster: {}", s.to_string());
     }
   }
 
   Logger logger;
-  std::mutex cluster_mu;  // `cluster` reset vs. a pause's ack applying a memory fail-over
-  // ford's stop-the-world pauses park the sessions here. Declared before
-  // the membership, whose thread feeds it: destroyed after it.
+  // Stop-the-world pauses (ford's recovery, a memory node's fail-over)
+  // park the sessions here. Declared before the membership, whose thread
+  // feeds it: destroyed after it.
   PauseGate gate{[this](uint64_t e) {
-                   // No session is inside a transaction: a memory node's
-                   // fail-over may switch primaries now, before the ack.
-                   {
-                     std::lock_guard<std::mutex> g(cluster_mu);
-                     if (!cluster) return;  // closing
-                     if (Status s = cluster->apply_memory_failures(); !s) {
-                       logger.error("pause {}: {}; not acknowledging it", e, s.to_string());
-                       return;
-                     }
-                   }
-                   if (membership) membership->ack_pause(e);
+                   if (membership) membership->ack_pause(e);  // applies a memory node's fail-over first
                  },
                  [this](uint64_t e) {
                    logger.error("refusing stop-the-world pause {}: a session halted with a transaction left to "

@@ -17,6 +17,17 @@ struct Endpoint {
   bool operator==(const Endpoint&) const = default;
 };
 
+// A memory node the failure detector declared failed: out of the
+// configuration for good (its shards are served by their other replicas;
+// nothing re-replicates them yet). Held by the cluster record
+// (recovery/registry.h) and handed to compute nodes as it is
+// (ComputeConfig::failed_memory_nodes).
+struct FailedMemoryNode {
+  uint32_t node_id = 0;
+  Endpoint endpoint;
+  bool operator==(const FailedMemoryNode&) const = default;
+};
+
 // Parses "HOST:PORT" or "[IPV6]:PORT". Rejects names other than localhost
 // (we never resolve DNS: a typo must not send traffic somewhere unexpected).
 Result<Endpoint> parse_endpoint(std::string_view text);

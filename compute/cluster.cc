@@ -51,20 +51,24 @@ class FailedNodeConnection final : public Connection {
 
 Result<std::unique_ptr<Cluster>> Cluster::connect(const ComputeConfig& config, const Logger& logger) {
   if (Status s = config.validate(); !s) return s;
+  if (config.memory_nodes.size() > kMaxMemoryNodes) {
+    return Status(Errc::kInvalidArgument, fmt::format("{} memory nodes configured; at most {} are supported",
+                                                      config.memory_nodes.size(), kMaxMemoryNodes));
+  }
   std::unique_ptr<Cluster> c(new Cluster(config, logger));
   const ClientIdentity me = config.identity();
   uint64_t failed = 0;
   std::optional<wire::RegionInfo> live_region;
   for (const Endpoint& ep : config.memory_nodes) {
     const auto f = std::find_if(config.failed_memory_nodes.begin(), config.failed_memory_nodes.end(),
-                                [&](const auto& n) { return n.second == ep; });
+                                [&](const FailedMemoryNode& n) { return n.endpoint == ep; });
     if (f != config.failed_memory_nodes.end()) {
       // Out of the configuration: never contacted. Its region is described
       // by a live node's (same layout) under its own node id, which keeps
       // placement's ring what it was.
-      failed |= uint64_t{1} << std::min<size_t>(c->nodes_.size(), kMaxMemoryNodes - 1);
+      failed |= uint64_t{1} << c->nodes_.size();
       MemoryNodeInfo info{ep, {}};
-      info.region.node_id = f->first;
+      info.region.node_id = f->node_id;
       c->nodes_.push_back(info);
       continue;
     }
@@ -208,11 +212,10 @@ Status Cluster::apply_memory_failures() {
 }
 
 std::vector<size_t> Cluster::log_node_indexes(uint16_t pid) const {
-  const uint64_t failed = applied_failed_.load(std::memory_order_acquire);
   std::vector<size_t> out;
   for (uint32_t id : placement_->log_nodes_of(pid)) {
     const size_t i = *index_of(id);
-    if (!((failed >> i) & 1)) out.push_back(i);
+    if (!failed_over(i)) out.push_back(i);
   }
   return out;
 }
@@ -230,10 +233,9 @@ Result<std::vector<std::unique_ptr<Connection>>> Cluster::open_connections() con
     return out;
   }
   const ClientIdentity me = config_.identity();
-  const uint64_t failed = applied_failed_.load(std::memory_order_acquire);
   for (size_t i = 0; i < nodes_.size(); ++i) {
     const MemoryNodeInfo& n = nodes_[i];
-    if ((failed >> i) & 1) {
+    if (failed_over(i)) {
       out.push_back(std::make_unique<FailedNodeConnection>());
       continue;
     }
@@ -251,16 +253,15 @@ Result<std::vector<std::unique_ptr<Connection>>> Cluster::open_connections() con
 Status Cluster::load_directory() {
   std::vector<std::vector<uint8_t>> raw(nodes_.size(), std::vector<uint8_t>(kTableDirBytes));
   OpBatch batch(bootstrap_raw_, config_.op_timeout * 2);
-  const uint64_t failed = applied_failed_.load(std::memory_order_acquire);
   for (size_t i = 0; i < nodes_.size(); ++i) {
-    if (!((failed >> i) & 1)) batch.read(i, table_begin_, raw[i].data(), static_cast<uint32_t>(kTableDirBytes));
+    if (!failed_over(i)) batch.read(i, table_begin_, raw[i].data(), static_cast<uint32_t>(kTableDirBytes));
   }
   if (Status s = batch.run(); !s) return Status(s.code(), "reading the table directory: " + s.message());
   std::optional<TableDirectory> first;
   size_t first_index = 0;
   std::vector<uint8_t> first_bytes;
   for (size_t i = 0; i < nodes_.size(); ++i) {
-    if ((failed >> i) & 1) continue;
+    if (failed_over(i)) continue;
     auto d = decode_table_directory(raw[i]);
     if (!d) {
       return Status(d.status().code(), fmt::format("memory node {} (id {}): {}", nodes_[i].endpoint.to_string(),

@@ -116,6 +116,8 @@ class Cluster {
   // The nodes excluded from placement by the last apply, and how many
   // applies changed it (a coordinator re-reads its log nodes when it moves).
   uint64_t applied_failed_mask() const { return applied_failed_.load(std::memory_order_acquire); }
+  // Node `index` is out of the applied configuration (failed over).
+  bool failed_over(size_t index) const { return (applied_failed_mask() >> index) & 1; }
   uint64_t memory_config_version() const { return config_version_.load(std::memory_order_acquire); }
   // Region offset of lane `lane` on node `index`.
   uint64_t lane_address(size_t index, uint32_t lane) const {

@@ -74,9 +74,9 @@ struct ComputeConfig {
   uint16_t compute_id = 0;                 // this node's pid, 1..65535
   std::vector<Endpoint> memory_nodes;      // control endpoints of every memory daemon
   // Memory nodes of memory_nodes that the failure detector declared failed
-  // (node id, endpoint; from the cluster record): not contacted, out of
-  // placement from the start (Cluster::connect).
-  std::vector<std::pair<uint32_t, Endpoint>> failed_memory_nodes;
+  // (the cluster record's failed_memory): not contacted, out of placement
+  // from the start (Cluster::connect).
+  std::vector<FailedMemoryNode> failed_memory_nodes;
   Backend backend = Backend::kTcp;
   uint32_t replicas = 1;                   // f+1
   uint32_t threads = 1;                    // worker threads

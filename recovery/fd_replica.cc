@@ -502,7 +502,7 @@ class Replica {
     c.compute_id = lead_->member->pid();
     c.lane_slot = lead_->member->slot();
     c.memory_nodes = cr.memory_nodes;
-    for (const FailedMemoryNode& f : cr.failed_memory) c.failed_memory_nodes.emplace_back(f.node_id, f.endpoint);
+    c.failed_memory_nodes = cr.failed_memory;
     c.backend = o_.backend;
     c.replicas = static_cast<uint32_t>(std::min<size_t>(2, cr.memory_nodes.size()));
     c.threads = 1;

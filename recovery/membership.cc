@@ -111,15 +111,23 @@ void Membership::detach() {
     std::lock_guard<std::mutex> g(ids_mu_);
     ids_.store(nullptr, std::memory_order_release);
   }
-  std::lock_guard<std::mutex> g(callbacks_mu_);
-  on_memory_failure_ = nullptr;
-  on_pause_ = nullptr;
+  {
+    std::lock_guard<std::mutex> g(callbacks_mu_);
+    on_memory_failure_ = nullptr;
+    on_pause_ = nullptr;
+  }
+  std::lock_guard<std::mutex> g(cluster_mu_);
+  cluster_ = nullptr;
 }
 
 Status Membership::attach(Cluster& cluster) {
   on_memory_failure([&cluster](uint32_t node_id) {
     if (const std::optional<size_t> i = cluster.index_of(node_id)) cluster.declare_memory_failed(*i);
   });
+  {
+    std::lock_guard<std::mutex> g(cluster_mu_);
+    cluster_ = &cluster;
+  }
   return attach(cluster.failed_ids());
 }
 
@@ -283,6 +291,15 @@ void Membership::refresh_replicas() {
 
 void Membership::ack_pause(uint64_t epoch) {
   {
+    std::lock_guard<std::mutex> g(cluster_mu_);
+    if (cluster_) {
+      if (Status s = cluster_->apply_memory_failures(); !s) {
+        logger_.error("pause {}: {}; not acknowledging it", epoch, s.to_string());
+        return;
+      }
+    }
+  }
+  {
     std::lock_guard<std::mutex> g(mu_);
     ack_wanted_ = epoch;
   }
@@ -422,7 +439,7 @@ Result<std::unique_ptr<Membership>> join_as_compute_node(ComputeConfig& c, const
                                                cr.protocol, protocol_name(c.protocol)));
   }
   if (c.memory_nodes.empty()) c.memory_nodes = cr.memory_nodes;
-  for (const FailedMemoryNode& f : cr.failed_memory) c.failed_memory_nodes.emplace_back(f.node_id, f.endpoint);
+  c.failed_memory_nodes = cr.failed_memory;
   if (c.replicas == 0) c.replicas = static_cast<uint32_t>(std::min<size_t>(2, c.memory_nodes.size()));
   if (cr.lane_bytes != 0) c.lane_bytes = cr.lane_bytes;
   c.compute_id = (*m)->pid();

@@ -94,7 +94,11 @@ class Membership {
   uint64_t pause_requested() const { return pause_epoch_.load(std::memory_order_acquire); }
   // Every coordinator is parked between transactions (holds no latch) for
   // `epoch`: acknowledge it to the recovery coordinator (through
-  // ZooKeeper, from this object's own thread; returns at once).
+  // ZooKeeper, from this object's own thread; returns at once). With a
+  // cluster attached (attach(Cluster&)), a memory node's fail-over first
+  // switches its primaries to the live replicas
+  // (Cluster::apply_memory_failures), which is safe only now; if that fails
+  // (a shard lost all its replicas) the pause is not acknowledged.
   void ack_pause(uint64_t epoch);
   // Called on an internal thread with the pause epoch (0: none) each time
   // it is read from ZooKeeper, and once soon after this call: feeds a
@@ -168,6 +172,8 @@ class Membership {
   std::mutex callbacks_mu_;
   std::function<void(uint64_t)> on_pause_;           // guarded by callbacks_mu_
   std::function<void(uint32_t)> on_memory_failure_;  // guarded by callbacks_mu_
+  std::mutex cluster_mu_;  // cluster_ vs. detach(); taken after callbacks_mu_ when both are
+  Cluster* cluster_ = nullptr;  // attach(Cluster&) .. detach(): ack_pause applies fail-overs to it
   std::mutex link_mu_;  // link_ stopped by stop_heartbeats() vs. stop_threads()
   std::thread watcher_;
 };

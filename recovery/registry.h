@@ -50,15 +50,6 @@ namespace pandora {
 enum class MemberRole : uint8_t { kCompute = 1, kFd = 2 };
 std::string_view member_role_name(MemberRole r);
 
-// A memory node the failure detector declared failed: it is out of the
-// configuration for good (its shards are served by their other replicas;
-// nothing re-replicates them yet).
-struct FailedMemoryNode {
-  uint32_t node_id = 0;
-  Endpoint endpoint;
-  bool operator==(const FailedMemoryNode&) const = default;
-};
-
 struct ClusterRecord {
   uint64_t cluster_id = 0;
   // The configuration epoch: +1 with every memory node declared failed.

@@ -54,7 +54,6 @@ Result<TableAudit> audit_table(Cluster& cluster, uint32_t table_id, const RowFn&
 
   // A memory node failed over is out of the configuration: not read, and
   // its keys' copies are counted against their live replicas.
-  const auto failed_over = [&cluster](size_t n) { return (cluster.applied_failed_mask() >> n) & 1; };
   std::unordered_map<uint64_t, Copies> seen;
   seen.reserve(t->expected_rows + t->expected_rows / 4);
   std::vector<std::vector<uint8_t>> bufs(nodes, std::vector<uint8_t>(per_chunk * bb));
@@ -65,13 +64,13 @@ Result<TableAudit> audit_table(Cluster& cluster, uint32_t table_id, const RowFn&
     const auto len = static_cast<uint32_t>(buckets * bb);
     batch.clear();
     for (size_t n = 0; n < nodes; ++n) {
-      if (!failed_over(n)) batch.read(n, bucket_offset(*t, first), bufs[n].data(), len);
+      if (!cluster.failed_over(n)) batch.read(n, bucket_offset(*t, first), bufs[n].data(), len);
     }
     if (Status s = batch.run(); !s) {
       return Status(s.code(), fmt::format("scanning table {}: {}", tname, s.message()));
     }
     for (size_t n = 0; n < nodes; ++n) {
-      if (failed_over(n)) continue;
+      if (cluster.failed_over(n)) continue;
       for (uint64_t off = 0; off < len; off += t->slot_bytes) {
         SlotView v(bufs[n].data() + off);
         if (!v.occupied()) continue;

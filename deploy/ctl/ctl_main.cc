@@ -260,7 +260,7 @@ class Ctl {
     c.compute_id = (*me)->pid();
     c.lane_slot = (*me)->slot();
     c.memory_nodes = cr.memory_nodes;
-    for (const FailedMemoryNode& f : cr.failed_memory) c.failed_memory_nodes.emplace_back(f.node_id, f.endpoint);
+    c.failed_memory_nodes = cr.failed_memory;
     c.backend = f_.backend == "shm" ? Backend::kShm : Backend::kTcp;
     c.replicas = static_cast<uint32_t>(std::min<size_t>(2, cr.memory_nodes.size()));
     c.threads = 1;
@@ -326,7 +326,7 @@ class Ctl {
       if (!reg) return fail(reg.status());
       auto cr = (*reg)->read_cluster();
       if (!cr) return fail(cr.status());
-      for (const FailedMemoryNode& f : cr->failed_memory) c->failed_memory_nodes.emplace_back(f.node_id, f.endpoint);
+      c->failed_memory_nodes = cr->failed_memory;
     }
     auto cl = Cluster::connect(*c, log_);
     if (!cl) return fail(cl.status());

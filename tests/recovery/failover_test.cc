@@ -472,7 +472,7 @@ class FailoverTest : public ::testing::Test {
       c.memory_nodes = cluster_->memds().endpoints();
       auto record = (*me)->registry().read_cluster();
       ASSERT_TRUE(record) << record.status().to_string();
-      for (const FailedMemoryNode& f : record->failed_memory) c.failed_memory_nodes.emplace_back(f.node_id, f.endpoint);
+      c.failed_memory_nodes = record->failed_memory;
       c.replicas = 2;
       c.threads = 1;
       c.coordinators = 1;
@@ -518,7 +518,7 @@ class FailoverTest : public ::testing::Test {
       const uint64_t bytes = t->bucket_count * bucket_bytes(*t);
       std::map<uint64_t, std::vector<Copy>> copies;
       for (size_t n = 0; n < nodes; ++n) {
-        if ((cluster.applied_failed_mask() >> n) & 1) continue;  // failed over: out of the configuration
+        if (cluster.failed_over(n)) continue;  // out of the configuration
         std::vector<uint8_t>& buf = img->raw[n * 2 + ti];
         buf.resize(bytes);
         constexpr uint64_t kChunk = 1 << 20;

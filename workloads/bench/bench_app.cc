@@ -195,15 +195,7 @@ bool join_and_connect(BenchConfig& cfg, const Logger& logger, std::atomic<bool>*
       return false;
     }
     node->gate = std::make_unique<PauseGate>(
-        [node, &logger](uint64_t epoch) {
-          // Nothing of this node is in flight: a memory node's fail-over
-          // may switch primaries now, before the acknowledgement.
-          if (Status s = node->cluster->apply_memory_failures(); !s) {
-            logger.error("pause {}: {}; not acknowledging it", epoch, s.to_string());
-            return;
-          }
-          node->membership->ack_pause(epoch);
-        },
+        [node](uint64_t epoch) { node->membership->ack_pause(epoch); },
         [node, &logger](uint64_t epoch) {
           logger.error("refusing stop-the-world pause {}: a coordinator halted with a transaction left to recovery; "
                        "this node stops heartbeating to be recovered itself",
@@ -480,16 +472,7 @@ int run_bench(const BenchConfig& cfg_in) {
     if (node.membership) {
       Membership* m = node.membership.get();
       ro.pause_requested = [m] { return m->pause_requested(); };
-      // Every coordinator is parked: a memory node's fail-over may switch
-      // primaries now (Cluster::apply_memory_failures), and only then is
-      // the pause acknowledged.
-      ro.ack_pause = [m, &cluster, &logger](uint64_t epoch) {
-        if (Status s = cluster.apply_memory_failures(); !s) {
-          logger.error("pause {}: {}; not acknowledging it", epoch, s.to_string());
-          return;
-        }
-        m->ack_pause(epoch);
-      };
+      ro.ack_pause = [m](uint64_t epoch) { m->ack_pause(epoch); };
     }
     ro.on_progress = [](const Progress& p) {
       fmt::print("[{:6.1f} s] {}{:.0f} commits/s ({} commits so far)\n", p.elapsed_s, p.warming_up ? "warm-up " : "",
