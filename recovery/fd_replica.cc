@@ -125,10 +125,19 @@ class Replica {
     }
     detector_ = std::move(*det);
     const Endpoint udp{o_.listen.host, detector_->port()};
-    if (Status s = registry_->announce_replica(o_.replica_id, udp); !s) {
+    // A replica of the same id that died leaves its node until its session
+    // expires (after a whole-cluster restart, a full session timeout after
+    // the ensemble is back): wait that out once, not on a restart of ours.
+    const auto stale_wait = restarting_ ? std::chrono::milliseconds(0) : 2 * o_.zk.session_timeout;
+    if (Status s = registry_->announce_replica(o_.replica_id, udp, stale_wait); !s) {
       if (restarting_) return kRestart;  // the expired session's node may linger a moment
       log_.error("{}", s.to_string());
       return 5;
+    }
+    if (auto stale = registry_->withdraw_stale_candidacies(o_.replica_id); !stale) {
+      log_.warn("removing a dead predecessor's election node: {}", stale.status().to_string());
+    } else if (*stale > 0) {
+      log_.info("removed {} election node(s) of a dead replica {}", *stale, o_.replica_id);
     }
     auto mine = registry_->zk().create(registry_->path("fd/election/n_"), fmt::format("replica={}\n", o_.replica_id),
                                        zk::CreateMode::kEphemeralSequential);

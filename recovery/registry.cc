@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -139,8 +140,9 @@ std::string encode_cluster_record(const ClusterRecord& r) {
     failed += fmt::format("{}{}@{}", failed.empty() ? "" : ",", f.node_id, f.endpoint.to_string());
   }
   return fmt::format(
-      "cluster_id={:#x}\nepoch={}\nmemory_nodes={}\nlane_bytes={}\nlanes={}\nprotocol={}\nfailed_memory={}\n",
-      r.cluster_id, r.epoch, nodes, r.lane_bytes, r.lanes, r.protocol, failed);
+      "cluster_id={:#x}\nepoch={}\nmemory_nodes={}\nmemory_node_ids={}\nlane_bytes={}\nlanes={}\nprotocol={}\n"
+      "failed_memory={}\n",
+      r.cluster_id, r.epoch, nodes, fmt::join(r.memory_node_ids, ","), r.lane_bytes, r.lanes, r.protocol, failed);
 }
 
 Result<ClusterRecord> decode_cluster_record(std::string_view text) {
@@ -163,6 +165,14 @@ Result<ClusterRecord> decode_cluster_record(std::string_view text) {
         auto ep = parse_endpoint(item);
         if (!ep) return Status(Errc::kCorrupt, "cluster record: " + ep.status().message());
         r.memory_nodes.push_back(*ep);
+        return Status::ok();
+      });
+      if (!s) return s;
+    } else if (k == "memory_node_ids") {
+      Status s = for_each_listed(v, [&r](std::string_view item) {
+        auto id = parse_u64(item, "memory_node_ids entry", UINT32_MAX);
+        if (!id) return id.status();
+        r.memory_node_ids.push_back(static_cast<uint32_t>(*id));
         return Status::ok();
       });
       if (!s) return s;
@@ -192,7 +202,77 @@ Result<ClusterRecord> decode_cluster_record(std::string_view text) {
     }
   }
   if (!have_id || r.cluster_id == 0) return Status(Errc::kCorrupt, "cluster record has no cluster_id");
+  if (!r.memory_node_ids.empty() && r.memory_node_ids.size() != r.memory_nodes.size()) {
+    return Status(Errc::kCorrupt, fmt::format("cluster record: {} memory_node_ids for {} memory_nodes",
+                                              r.memory_node_ids.size(), r.memory_nodes.size()));
+  }
   return r;
+}
+
+Result<ClusterRecord> readdressed(const ClusterRecord& old, const std::vector<MemoryNodeAddress>& live) {
+  auto failed_id = [&](uint32_t id) {
+    return std::any_of(old.failed_memory.begin(), old.failed_memory.end(),
+                       [&](const FailedMemoryNode& f) { return f.node_id == id; });
+  };
+  auto failed_at = [&](const Endpoint& e) {
+    return std::any_of(old.failed_memory.begin(), old.failed_memory.end(),
+                       [&](const FailedMemoryNode& f) { return f.endpoint == e; });
+  };
+  // The live entries' ids, when the record knows them.
+  std::vector<uint32_t> expected;
+  for (size_t i = 0; i < old.memory_node_ids.size(); ++i) {
+    if (!failed_at(old.memory_nodes[i])) expected.push_back(old.memory_node_ids[i]);
+  }
+  const size_t live_count = old.memory_nodes.size() - std::count_if(old.memory_nodes.begin(), old.memory_nodes.end(),
+                                                                    [&](const Endpoint& e) { return failed_at(e); });
+  for (size_t i = 0; i < live.size(); ++i) {
+    const MemoryNodeAddress& a = live[i];
+    if (failed_id(a.node_id)) {
+      return Status(Errc::kMismatch, fmt::format("memory node {} at {} was failed over and stays out of the "
+                                                 "configuration (its data is stale): leave it out",
+                                                 a.node_id, a.endpoint.to_string()));
+    }
+    if (failed_at(a.endpoint)) {
+      return Status(Errc::kConflict, fmt::format("memory node {} now listens at {}, the recorded address of a "
+                                                 "failed-over node: restart it on another port",
+                                                 a.node_id, a.endpoint.to_string()));
+    }
+    if (!expected.empty() && std::find(expected.begin(), expected.end(), a.node_id) == expected.end()) {
+      return Status(Errc::kMismatch, fmt::format("memory node {} at {} is not one of this cluster's live memory "
+                                                 "nodes ({})",
+                                                 a.node_id, a.endpoint.to_string(), fmt::join(expected, ", ")));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (live[j].node_id == a.node_id) {
+        return Status(Errc::kMismatch, fmt::format("{} and {} both serve memory node {}", live[j].endpoint.to_string(),
+                                                   a.endpoint.to_string(), a.node_id));
+      }
+      if (live[j].endpoint == a.endpoint) {
+        return Status(Errc::kMismatch, fmt::format("{} is listed twice", a.endpoint.to_string()));
+      }
+    }
+  }
+  if (live.size() != live_count) {
+    return Status(Errc::kMismatch, fmt::format("the cluster has {} live memory node(s){}{}, {} given: every one "
+                                               "must be running before the cluster is",
+                                               live_count, expected.empty() ? "" : " with ids ",
+                                               fmt::join(expected, ", "), live.size()));
+  }
+  ClusterRecord rec = old;
+  rec.memory_nodes.clear();
+  rec.memory_node_ids.clear();
+  // Failed-over entries first, under the address compute nodes recognise
+  // them by; then the live ones where they are now.
+  for (const FailedMemoryNode& f : old.failed_memory) {
+    rec.memory_nodes.push_back(f.endpoint);
+    rec.memory_node_ids.push_back(f.node_id);
+  }
+  for (const MemoryNodeAddress& a : live) {
+    rec.memory_nodes.push_back(a.endpoint);
+    rec.memory_node_ids.push_back(a.node_id);
+  }
+  rec.epoch += 1;
+  return rec;
 }
 
 std::string encode_member_record(const MemberRecord& r) {
@@ -435,6 +515,24 @@ Result<ClusterRecord> Registry::refresh_cluster() {
   auto rec = read_cluster();
   if (rec) cluster_ = *rec;
   return rec;
+}
+
+Result<ClusterRecord> Registry::readdress_memory_nodes(const std::vector<MemoryNodeAddress>& live) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto node = zk_->get(path("cluster"));
+    if (!node) return node.status();
+    auto rec = decode_cluster_record(node->data);
+    if (!rec) return rec.status();
+    auto moved = readdressed(*rec, live);
+    if (!moved) return moved.status();
+    Status s = zk_->set(path("cluster"), encode_cluster_record(*moved), node->stat.version);
+    if (s) {
+      cluster_ = *moved;
+      return moved;
+    }
+    if (s.code() != Errc::kConflict) return s;  // else the record moved meanwhile: again
+  }
+  return Status(Errc::kConflict, "the cluster record kept changing while the memory nodes' addresses were written");
 }
 
 Result<ClusterRecord> Registry::fail_memory_node(const FailedMemoryNode& failed, uint64_t pause_epoch) {
@@ -813,18 +911,66 @@ Status Registry::abandon_recycle() {
   return Status(Errc::kUnavailable, "withdrawing the pid recycling lost 100 races in a row");
 }
 
-Status Registry::announce_replica(uint32_t replica_id, const Endpoint& udp) {
+Status Registry::announce_replica(uint32_t replica_id, const Endpoint& udp, std::chrono::milliseconds stale_wait) {
   const std::string p = path(fmt::format("fd/replicas/{}", replica_id));
-  auto created = zk_->create(p, fmt::format("udp={}\n", udp.to_string()), CreateMode::kEphemeral);
-  if (!created) {
-    if (created.status().code() == Errc::kAlreadyExists) {
-      return Status(Errc::kAlreadyExists,
-                    fmt::format("FD replica {} is running already ({} exists); give each replica its own --replica-id",
-                                replica_id, p));
+  const auto deadline = std::chrono::steady_clock::now() + stale_wait;
+  const std::string announcement = fmt::format("udp={}\n", udp.to_string());
+  bool told = false;
+  for (;;) {
+    auto created = zk_->create(p, announcement, CreateMode::kEphemeral);
+    if (created) return Status::ok();
+    if (created.status().code() != Errc::kAlreadyExists) return created.status();
+    auto node = zk_->get(p);
+    if (!node) {
+      if (node.status().code() == Errc::kNotFound) continue;  // it just went
+      return node.status();
     }
-    return created.status();
+    if (node->data == announcement) {
+      // It announces the UDP endpoint this replica has bound: whoever
+      // created it no longer holds the socket, so it is dead (its session
+      // just has not expired yet). Taken over at once.
+      logger_.info("{} is left by a dead replica (ZooKeeper session {:#x}, our UDP endpoint): taking it over", p,
+                   node->stat.ephemeral_owner);
+      Status rm = zk_->remove(p, node->stat.version);
+      if (!rm && rm.code() != Errc::kNotFound && rm.code() != Errc::kConflict) return rm;
+      continue;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Status(Errc::kAlreadyExists,
+                    fmt::format("FD replica {} is running already ({} exists, ZooKeeper session {:#x}{}); give each "
+                                "replica its own --replica-id",
+                                replica_id, p, node->stat.ephemeral_owner,
+                                stale_wait.count() > 0
+                                    ? fmt::format(", which did not expire within {} ms", stale_wait.count())
+                                    : ""));
+    }
+    if (!told) {
+      logger_.info("{} is held by ZooKeeper session {:#x}: waiting up to {} ms for it to expire (a replica that died)",
+                p, node->stat.ephemeral_owner, stale_wait.count());
+      told = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  return Status::ok();
+}
+
+Result<int> Registry::withdraw_stale_candidacies(uint32_t replica_id) {
+  auto names = zk_->children(path("fd/election"));
+  if (!names) return names.status();
+  const std::string mine = fmt::format("replica={}\n", replica_id);
+  int removed = 0;
+  for (const std::string& n : *names) {
+    const std::string p = path("fd/election/" + n);
+    auto node = zk_->get(p);
+    if (!node) {
+      if (node.status().code() == Errc::kNotFound) continue;
+      return node.status();
+    }
+    if (node->data != mine || node->stat.ephemeral_owner == zk_->session_id()) continue;
+    Status s = zk_->remove(p, node->stat.version);
+    if (s) ++removed;
+    else if (s.code() != Errc::kNotFound) return s;
+  }
+  return removed;
 }
 
 namespace {

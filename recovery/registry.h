@@ -55,6 +55,11 @@ struct ClusterRecord {
   // The configuration epoch: +1 with every memory node declared failed.
   uint64_t epoch = 1;
   std::vector<Endpoint> memory_nodes;
+  // The region node id of each entry of memory_nodes (same order), recorded
+  // by `pandora-ctl init` so a daemon found at a new address after a restart
+  // can be told apart from a stranger. Empty in records written before it
+  // existed (then only counts and failed ids are checked).
+  std::vector<uint32_t> memory_node_ids;
   std::vector<FailedMemoryNode> failed_memory;  // "failed_memory=ID@HOST:PORT,..."
   // The log area's lane geometry, fixed at init from the memory nodes'
   // regions; the table directory loaded later must agree.
@@ -67,6 +72,23 @@ struct ClusterRecord {
 
 // memory_nodes without the failed ones (the nodes to fence, to read from).
 std::vector<Endpoint> live_memory_nodes(const ClusterRecord& r);
+
+// A live memory daemon as found at its address (its region's node id).
+struct MemoryNodeAddress {
+  uint32_t node_id = 0;
+  Endpoint endpoint;
+};
+
+// The record after the live memory daemons came back at new addresses (a
+// whole-cluster restart: daemons listen on kernel-chosen ports). `live`
+// must be exactly the record's live nodes, by node id when the record has
+// them (memory_node_ids), else by count and by not being a failed node:
+// kMismatch otherwise (a missing node, a stranger, a failed-over node, the
+// same id twice). Failed-over entries keep their old address; a live
+// daemon now at a failed node's recorded address is refused (kConflict:
+// compute nodes would take it for the failed node and never contact it).
+// Epoch + 1. Placement follows node ids, not list order, so no data moves.
+Result<ClusterRecord> readdressed(const ClusterRecord& old, const std::vector<MemoryNodeAddress>& live);
 
 struct MemberRecord {
   uint16_t pid = 0;
@@ -164,6 +186,9 @@ class Registry {
   // For a node listed already only the pause begins (a re-run). Returns the
   // record, which cluster() returns from now on (as refresh_cluster()).
   Result<ClusterRecord> fail_memory_node(const FailedMemoryNode& node, uint64_t pause_epoch);
+  // readdressed() applied to the record as ZooKeeper holds it, written back
+  // (versioned, lost races retried); cluster() returns the result.
+  Result<ClusterRecord> readdress_memory_nodes(const std::vector<MemoryNodeAddress>& live);
   // Whether a stop-the-world pause is in progress (<root>/pause exists).
   Result<bool> pause_in_progress();
   zk::ZkClient& zk() { return *zk_; }
@@ -233,9 +258,22 @@ class Registry {
   Status abandon_recycle();
 
   // FD replicas (ephemeral): announce this replica's UDP endpoint; list them.
-  Status announce_replica(uint32_t replica_id, const Endpoint& udp);
+  // A node left by another session (a replica that died, whose session
+  // ZooKeeper has not expired yet - after a whole-cluster restart the
+  // ensemble restores every old session with a fresh timeout) is taken
+  // over at once when it names `udp` (the port this process holds, so its
+  // creator is gone), else waited out for up to `stale_wait`; then
+  // kAlreadyExists.
+  Status announce_replica(uint32_t replica_id, const Endpoint& udp,
+                          std::chrono::milliseconds stale_wait = std::chrono::milliseconds(0));
   Result<std::map<uint32_t, Endpoint>> replicas();
   Result<std::map<uint32_t, Endpoint>> watch_replicas(std::function<void()> on_change);
+  // After announce_replica succeeded: removes election nodes of
+  // `replica_id` left by other (dead) sessions, which would otherwise keep
+  // the leadership out of reach until they expire. Safe because the
+  // announcement proves no other replica of that id is alive. Returns how
+  // many it removed.
+  Result<int> withdraw_stale_candidacies(uint32_t replica_id);
 
   std::string path(std::string_view rel) const { return root_ + "/" + std::string(rel); }
 

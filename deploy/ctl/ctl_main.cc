@@ -2,12 +2,14 @@
 // daemons' control plane.
 //
 //   pandora-ctl init     --memory-nodes A,B [--lane-bytes 16K]   create the cluster's ZooKeeper tree
+//   pandora-ctl set-memory-nodes --memory-nodes A,B             record where the daemons listen after a restart
 //   pandora-ctl status                                          epoch, memory nodes, members, failed-ids, recoveries
 //   pandora-ctl recover PID                                     run the recovery coordinator for PID by hand
 //   pandora-ctl fence PID                                       fence PID at every memory node
 //   pandora-ctl fence PID --memory-nodes A,B                    the same at the given daemons, without ZooKeeper
 //   pandora-ctl crash PID                                       SIGKILL the registered process of PID (this host)
-//   pandora-ctl verify --memory-nodes A,B --compute-id ID       audit every table's storage (quiet cluster)
+//   pandora-ctl verify                                          audit every table's storage (quiet cluster)
+//   pandora-ctl verify --memory-nodes A,B --compute-id ID       the same without ZooKeeper
 //
 // Common flags: --zookeeper --zk-root --cluster-id --secret-file.
 // Exit codes (scripts rely on them): 0 done, 1 the operation failed,
@@ -131,10 +133,16 @@ class Ctl {
     if (!parse_memory_nodes(&rec)) return kExitUsage;
     // The log area's lanes: what every node's log area holds.
     uint64_t lanes = UINT64_MAX;
-    for (const Endpoint& ep : rec.memory_nodes) {
-      auto ctl = ControlClient::connect(ep, admin(), std::chrono::seconds(5));
-      if (!ctl) return fail(Status(ctl.status().code(), fmt::format("{}: {}", ep.to_string(), ctl.status().message())));
-      lanes = std::min<uint64_t>(lanes, (*ctl)->region().log_size / f_.lane_bytes);
+    auto found = probe(rec.memory_nodes);
+    if (!found) return fail(found.status());
+    for (const Probed& p : *found) {
+      for (uint32_t id : rec.memory_node_ids) {
+        if (id == p.node_id) {
+          return fail(Status(Errc::kMismatch, fmt::format("two of the --memory-nodes serve memory node {}", id)));
+        }
+      }
+      rec.memory_node_ids.push_back(p.node_id);
+      lanes = std::min<uint64_t>(lanes, p.log_size / f_.lane_bytes);
     }
     rec.lanes = static_cast<uint32_t>(std::min<uint64_t>(lanes, UINT32_MAX));
     if (Status s = Registry::init(zk_options(), f_.zk_root, rec, log_, static_cast<uint32_t>(f_.pid_limit)); !s) {
@@ -142,6 +150,46 @@ class Ctl {
     }
     fmt::print("cluster {:#x} initialised in ZooKeeper at {}: {} memory node(s), {} log lanes of {} bytes\n",
                rec.cluster_id, f_.zk_root, rec.memory_nodes.size(), rec.lanes, rec.lane_bytes);
+    return 0;
+  }
+
+  // After a whole-cluster restart the daemons listen on new ports: record
+  // them. Each one proves the secret (and we prove it to them) and names its
+  // region's node id; readdressed() checks they are exactly the cluster's
+  // live nodes. A failed-over node's daemon is left out with a note.
+  int set_memory_nodes() {
+    if (f_.memory_nodes.empty()) return usage("set-memory-nodes needs --memory-nodes");
+    ClusterRecord given;
+    if (!parse_memory_nodes(&given)) return kExitUsage;
+    auto reg = open();
+    if (!reg) return fail(reg.status());
+    Registry& r = **reg;
+    const ClusterRecord old = r.cluster();
+    auto found = probe(given.memory_nodes);
+    if (!found) return fail(found.status());
+    std::vector<MemoryNodeAddress> live;
+    for (const Probed& p : *found) {
+      const bool failed = std::any_of(old.failed_memory.begin(), old.failed_memory.end(),
+                                      [&](const FailedMemoryNode& f) { return f.node_id == p.node_id; });
+      if (failed) {
+        fmt::print("memory node {} at {} was failed over: it stays out of the configuration (stop its daemon)\n",
+                   p.node_id, p.endpoint.to_string());
+        continue;
+      }
+      if (p.log_size / old.lane_bytes < old.lanes) {
+        return fail(Status(Errc::kMismatch, fmt::format("memory node {} at {} has a log area of {} bytes, smaller "
+                                                        "than the cluster's {} lanes of {} bytes",
+                                                        p.node_id, p.endpoint.to_string(), p.log_size, old.lanes,
+                                                        old.lane_bytes)));
+      }
+      live.push_back(MemoryNodeAddress{p.node_id, p.endpoint});
+    }
+    auto rec = r.readdress_memory_nodes(live);
+    if (!rec) return fail(rec.status());
+    fmt::print("cluster {:#x}: {} live memory node(s) recorded at their addresses, epoch {}:", rec->cluster_id,
+               live.size(), rec->epoch);
+    for (const MemoryNodeAddress& a : live) fmt::print(" {}@{}", a.node_id, a.endpoint.to_string());
+    fmt::print("\n");
     return 0;
   }
 
@@ -238,12 +286,26 @@ class Ctl {
   }
 
   int recover(uint16_t pid) {
+    return as_member([&](Cluster&, RecoveryCoordinator& coord) {
+      auto rec = coord.recover(pid, 0);
+      if (!rec) return fail(rec.status());
+      fmt::print("pid {} recovered: {} records ({} rolled back, {} rolled forward), {} latches swept; fence {} us, "
+                 "log recovery {} us, truncate {} us, publish {} us\n",
+                 pid, rec->records, rec->rolled_back, rec->rolled_forward, rec->swept, rec->fence_us,
+                 rec->log_recovery_us, rec->truncate_us, rec->publish_us);
+      return 0;
+    });
+  }
+
+  // Runs `fn` on a data plane of this tool's own: it joins as a kFd member
+  // (a pid and lanes from the registry, failed-ids kept current, the memory
+  // nodes and failed-over ones from the cluster record), and afterwards
+  // recovers that identity too (nothing to undo: it logs nothing), so no
+  // lease or pid is left behind.
+  int as_member(const std::function<int(Cluster&, RecoveryCoordinator&)>& fn) {
     auto reg = open();
     if (!reg) return fail(reg.status());
     const ClusterRecord& cr = (*reg)->cluster();
-    // The coordinator needs a data plane of its own: join as a kFd member,
-    // and recover that identity too when done (nothing to undo: it logs
-    // nothing), so no lease or pid is left behind.
     MembershipOptions mo;
     mo.zk = zk_options();
     mo.root = f_.zk_root;
@@ -266,35 +328,24 @@ class Ctl {
     c.threads = 1;
     c.coordinators = 1;
     if (cr.lane_bytes) c.lane_bytes = cr.lane_bytes;
-    int rc = 0;
     RecoveryCoordinatorOptions ro;
     ro.cluster_id = f_.cluster_id;
     ro.secret = secret_;
-    {
-      auto cl = Cluster::connect(c, log_);
-      if (!cl) return fail(cl.status());
-      if (Status s = (*cl)->load_directory(); !s) return fail(s);
-      if (Status s = (*me)->attach((*cl)->failed_ids()); !s) return fail(s);
-      RecoveryCoordinator rc_coord(**reg, **cl, ro, log_, {});
-      auto rec = rc_coord.recover(pid, 0);
-      if (!rec) {
-        rc = fail(rec.status());
-      } else {
-        fmt::print("pid {} recovered: {} records ({} rolled back, {} rolled forward), {} latches swept; fence {} us, "
-                   "log recovery {} us, truncate {} us, publish {} us\n",
-                   pid, rec->records, rec->rolled_back, rec->rolled_forward, rec->swept, rec->fence_us,
-                   rec->log_recovery_us, rec->truncate_us, rec->publish_us);
-      }
-      // This tool's own identity: its data plane is idle, so retire it
-      // (fence, publish, release the lease) instead of leaving it to the
-      // next FD leader.
-      const uint16_t my_pid = (*me)->pid();
-      (*me).reset();  // stop watching before our own pid is published
-      // Not fenced: our own data plane is idle, and a shm fence would kill
-      // this very process.
-      if (Status s = rc_coord.retire(my_pid, /*fence=*/false); !s) {
-        log_.warn("retiring this tool's own pid {}: {}", my_pid, s.to_string());
-      }
+    auto cl = Cluster::connect(c, log_);
+    if (!cl) return fail(cl.status());
+    if (Status s = (*cl)->load_directory(); !s) return fail(s);
+    if (Status s = (*me)->attach((*cl)->failed_ids()); !s) return fail(s);
+    RecoveryCoordinator coord(**reg, **cl, ro, log_, {});
+    const int rc = fn(**cl, coord);
+    // This tool's own identity: its data plane is idle, so retire it
+    // (publish, release the lease) instead of leaving it to the next FD
+    // leader.
+    const uint16_t my_pid = (*me)->pid();
+    (*me).reset();  // stop watching before our own pid is published
+    // Not fenced: our own data plane is idle, and a shm fence would kill
+    // this very process.
+    if (Status s = coord.retire(my_pid, /*fence=*/false); !s) {
+      log_.warn("retiring this tool's own pid {}: {}", my_pid, s.to_string());
     }
     return rc;
   }
@@ -306,8 +357,12 @@ class Ctl {
   // not problems. Static: --memory-nodes and a --compute-id nobody else
   // uses (it only reads, so it takes no latch and writes no log).
   int verify() {
+    // With the registry: as a member of its own (memory nodes, failed-over
+    // ones and failed-ids from the registry, so stray latches of recovered
+    // pids are told from leaks).
+    if (!f_.zookeeper.empty()) return as_member([&](Cluster& cl, RecoveryCoordinator&) { return audit(cl); });
     if (f_.memory_nodes.empty() || f_.compute_id == 0) {
-      return usage("verify needs --memory-nodes and a --compute-id no live compute node uses");
+      return usage("verify needs --zookeeper, or --memory-nodes and a --compute-id no live compute node uses");
     }
     ComputeFlags cf;
     cf.memory_nodes = f_.memory_nodes;
@@ -320,21 +375,17 @@ class Ctl {
     cf.coordinators = 1;
     auto c = cf.resolve();
     if (!c) return usage(c.status().message());
-    if (!f_.zookeeper.empty()) {
-      // Memory nodes failed over are out of the configuration: not read.
-      auto reg = open();
-      if (!reg) return fail(reg.status());
-      auto cr = (*reg)->read_cluster();
-      if (!cr) return fail(cr.status());
-      c->failed_memory_nodes = cr->failed_memory;
-    }
     auto cl = Cluster::connect(*c, log_);
     if (!cl) return fail(cl.status());
     if (Status s = (*cl)->load_directory(); !s) return fail(s);
+    return audit(**cl);
+  }
+
+  int audit(Cluster& cl) {
     uint64_t problems = 0;
-    for (const TableEntry& t : (*cl)->directory().tables) {
+    for (const TableEntry& t : cl.directory().tables) {
       const std::string name = table_name(t);
-      auto a = audit_table(**cl, t.table_id);
+      auto a = audit_table(cl, t.table_id);
       if (!a) return fail(a.status());
       fmt::print("table {} (id {}): {} rows, {} stray latch(es) of recovered pids, {}\n", name, t.table_id, a->rows,
                  a->stray_latches, a->clean() ? "ok" : fmt::format("{} PROBLEM(S)", a->problem_count));
@@ -353,6 +404,29 @@ class Ctl {
   }
 
  private:
+  struct Probed {
+    Endpoint endpoint;
+    uint32_t node_id = 0;
+    uint64_t log_size = 0;
+  };
+
+  // Logs in to each daemon as the admin (both ends prove the secret) and
+  // reads its region's identity; one of another cluster is refused.
+  Result<std::vector<Probed>> probe(const std::vector<Endpoint>& endpoints) {
+    std::vector<Probed> out;
+    for (const Endpoint& ep : endpoints) {
+      auto ctl = ControlClient::connect(ep, admin(), std::chrono::seconds(5));
+      if (!ctl) return Status(ctl.status().code(), fmt::format("{}: {}", ep.to_string(), ctl.status().message()));
+      const wire::RegionInfo& region = (*ctl)->region();
+      if (region.cluster_id != f_.cluster_id) {
+        return Status(Errc::kMismatch, fmt::format("{} serves a region of cluster {:#x}, not {:#x}", ep.to_string(),
+                                                   region.cluster_id, f_.cluster_id));
+      }
+      out.push_back(Probed{ep, region.node_id, region.log_size});
+    }
+    return out;
+  }
+
   Result<std::unique_ptr<Registry>> open() { return Registry::open(zk_options(), f_.zk_root, f_.cluster_id, log_); }
 
   Flags f_;
@@ -366,9 +440,12 @@ int main(int argc, char** argv) {
   Flags f;
   OptionSet opts("pandora-ctl",
                  "Usage: pandora-ctl COMMAND [ARG] [options]\n"
-                 "Commands: init (create the cluster's ZooKeeper tree; needs --memory-nodes), status, recover PID, "
+                 "Commands: init (create the cluster's ZooKeeper tree; needs --memory-nodes), set-memory-nodes (record "
+                 "where the live memory daemons listen after a whole-cluster restart; needs --memory-nodes), status, "
+                 "recover PID, "
                  "fence PID (with --memory-nodes and no --zookeeper: at those daemons), crash PID, verify (audit "
-                 "every table's storage: needs --memory-nodes and --compute-id; exit 1 when a problem is found).\n"
+                 "every table's storage; without --zookeeper needs --memory-nodes and --compute-id; exit 1 when a "
+                 "problem is found).\n"
                  "Exit codes: 0 done, 1 failed, 2 usage, 3 no such cluster or pid (or the tree belongs to another "
                  "cluster id), 4 ZooKeeper or a memory node unavailable.");
   opts.add_string("zookeeper", &f.zookeeper,
@@ -377,8 +454,8 @@ int main(int argc, char** argv) {
   opts.add_u64("cluster-id", &f.cluster_id, "cluster id (decimal or 0x hex)", 1, UINT64_MAX, true);
   opts.add_string("secret-file", &f.secret_file, "file holding the cluster secret", true);
   opts.add_string("memory-nodes", &f.memory_nodes,
-                  "init: HOST:PORT,HOST:PORT of every memory daemon; fence without --zookeeper: the daemons to "
-                  "fence at");
+                  "init, set-memory-nodes: HOST:PORT,HOST:PORT of every memory daemon; fence without --zookeeper: the "
+                  "daemons to fence at");
   opts.add_size("lane-bytes", &f.lane_bytes, "init: bytes of one log lane (must match the loader's --lane-bytes)",
                 kMinLaneBytes, 64u << 20);
   opts.add_choice("backend", &f.backend, {"tcp", "shm"}, "recover, verify: data plane to the memory nodes");
@@ -388,7 +465,8 @@ int main(int argc, char** argv) {
   opts.add_choice("protocol", &f.protocol, {"pandora", "ford", "log-a-latch"},
                   "init: the protocol every compute node of the cluster runs (recovery follows it)");
   opts.add_choice("log-level", &f.log_level, {"debug", "info", "warn", "error"}, "log verbosity");
-  opts.add_u64("compute-id", &f.compute_id, "verify: a compute pid no live compute node uses", 1, 65535);
+  opts.add_u64("compute-id", &f.compute_id, "verify without --zookeeper: a compute pid no live compute node uses", 1,
+               65535);
   opts.add_u64("replicas", &f.replicas, "verify: copies of every row (0: as the tables were created)", 0, 64);
 
   // The command and its argument come first; the rest are options.
@@ -415,8 +493,10 @@ int main(int argc, char** argv) {
     }
     pid = static_cast<uint16_t>(*v);
     first_opt = 3;
-  } else if (cmd != "init" && cmd != "status" && cmd != "verify") {
-    fmt::print(stderr, "pandora-ctl: unknown command '{}' (init, status, recover, fence, crash, verify)\n", cmd);
+  } else if (cmd != "init" && cmd != "set-memory-nodes" && cmd != "status" && cmd != "verify") {
+    fmt::print(stderr,
+               "pandora-ctl: unknown command '{}' (init, set-memory-nodes, status, recover, fence, crash, verify)\n",
+               cmd);
     return kExitUsage;
   }
   std::vector<const char*> rest = {argv[0]};
@@ -437,6 +517,7 @@ int main(int argc, char** argv) {
   Ctl ctl(f, Logger("pandora-ctl", level));
   if (Status s = ctl.load_secret(); !s) return ctl.usage("--secret-file: " + s.message());
   if (cmd == "init") return ctl.init();
+  if (cmd == "set-memory-nodes") return ctl.set_memory_nodes();
   if (cmd == "verify") return ctl.verify();
   if (cmd == "status") return ctl.status();
   if (cmd == "fence") return ctl.fence(*pid);

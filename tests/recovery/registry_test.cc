@@ -96,6 +96,82 @@ TEST(RegistryRecords, RoundTripAndStrictParsing) {
   EXPECT_EQ(decode_alloc_record("next_pid=0\n").status().code(), Errc::kCorrupt);
 }
 
+TEST(RegistryRecords, MemoryNodeIdsRoundTripAndMustMatchTheList) {
+  ClusterRecord c;
+  c.cluster_id = 0xabc;
+  c.memory_nodes = {Endpoint{"127.0.0.1", 7000}, Endpoint{"127.0.0.1", 7001}};
+  c.memory_node_ids = {4, 9};
+  auto d = decode_cluster_record(encode_cluster_record(c));
+  ASSERT_TRUE(d) << d.status().to_string();
+  EXPECT_EQ(d->memory_node_ids, (std::vector<uint32_t>{4, 9}));
+  // A record written before the ids existed decodes with none.
+  auto old = decode_cluster_record("cluster_id=0x1\nmemory_nodes=127.0.0.1:1,127.0.0.1:2\n");
+  ASSERT_TRUE(old) << old.status().to_string();
+  EXPECT_TRUE(old->memory_node_ids.empty());
+  for (const char* bad : {"cluster_id=0x1\nmemory_nodes=127.0.0.1:1,127.0.0.1:2\nmemory_node_ids=1\n",
+                          "cluster_id=0x1\nmemory_nodes=127.0.0.1:1\nmemory_node_ids=x\n"}) {
+    auto b = decode_cluster_record(bad);
+    EXPECT_FALSE(b) << bad;
+    if (!b) EXPECT_EQ(b.status().code(), Errc::kCorrupt) << bad;
+  }
+}
+
+// After a whole-cluster restart the daemons listen on new ports; the record
+// takes their addresses only when they are exactly the live nodes it had.
+TEST(RegistryRecords, ReaddressingTakesExactlyTheLiveNodes) {
+  ClusterRecord c;
+  c.cluster_id = 0xabc;
+  c.epoch = 4;
+  c.memory_nodes = {Endpoint{"127.0.0.1", 7001}, Endpoint{"127.0.0.1", 7002}, Endpoint{"127.0.0.1", 7003}};
+  c.memory_node_ids = {1, 2, 3};
+  c.failed_memory = {FailedMemoryNode{2, Endpoint{"127.0.0.1", 7002}}};
+  const Endpoint a{"127.0.0.1", 8001}, b{"127.0.0.1", 8003};
+
+  // Any order: placement follows node ids.
+  auto moved = readdressed(c, {{3, b}, {1, a}});
+  ASSERT_TRUE(moved) << moved.status().to_string();
+  EXPECT_EQ(moved->epoch, 5u);
+  EXPECT_EQ(moved->failed_memory, c.failed_memory);
+  ASSERT_EQ(moved->memory_nodes.size(), 3u);
+  EXPECT_EQ(moved->memory_nodes, (std::vector<Endpoint>{Endpoint{"127.0.0.1", 7002}, b, a}))
+      << "the failed node keeps the address compute nodes know it by";
+  EXPECT_EQ(moved->memory_node_ids, (std::vector<uint32_t>{2, 3, 1}));
+  EXPECT_EQ(live_memory_nodes(*moved), (std::vector<Endpoint>{b, a}));
+  // Restarting again from the new record works the same way.
+  auto again = readdressed(*moved, {{1, Endpoint{"127.0.0.1", 9001}}, {3, Endpoint{"127.0.0.1", 9003}}});
+  ASSERT_TRUE(again) << again.status().to_string();
+  EXPECT_EQ(again->epoch, 6u);
+
+  struct Case {
+    const char* what;
+    std::vector<MemoryNodeAddress> live;
+    Errc code;
+  };
+  const Case refused[] = {
+      {"a live node missing", {{1, a}}, Errc::kMismatch},
+      {"a stranger instead of node 3", {{1, a}, {7, b}}, Errc::kMismatch},
+      {"the failed-over node back", {{1, a}, {3, b}, {2, Endpoint{"127.0.0.1", 8002}}}, Errc::kMismatch},
+      {"one node twice", {{1, a}, {1, b}}, Errc::kMismatch},
+      {"one address twice", {{1, a}, {3, a}}, Errc::kMismatch},
+      {"a live node at the failed node's old address", {{1, a}, {3, Endpoint{"127.0.0.1", 7002}}}, Errc::kConflict},
+  };
+  for (const Case& k : refused) {
+    auto r = readdressed(c, k.live);
+    ASSERT_FALSE(r) << k.what;
+    EXPECT_EQ(r.status().code(), k.code) << k.what << ": " << r.status().to_string();
+  }
+
+  // A record without ids (written before them): counted and checked
+  // against the failed ids only, then the ids are recorded.
+  ClusterRecord legacy = c;
+  legacy.memory_node_ids.clear();
+  auto l = readdressed(legacy, {{1, a}, {3, b}});
+  ASSERT_TRUE(l) << l.status().to_string();
+  EXPECT_EQ(l->memory_node_ids, (std::vector<uint32_t>{2, 1, 3}));
+  EXPECT_FALSE(readdressed(legacy, {{1, a}}));
+  EXPECT_FALSE(readdressed(legacy, {{1, a}, {2, b}}));
+}
+
 TEST(RegistryRecords, FirstFitLeasesReuseFreedRuns) {
   AllocRecord a;
   EXPECT_EQ(find_free_slot(a, 65, 1024), (LaneSlot{0, 65}));
@@ -297,6 +373,68 @@ TEST_F(RegistryZkTest, FailingAMemoryNodeBumpsTheEpochOnce) {
   EXPECT_EQ(now->epoch, 2u);
   EXPECT_EQ(now->failed_memory.size(), 1u);
   EXPECT_EQ(now->memory_nodes.size(), 2u) << "the configured list stays; failed_memory says who is out";
+}
+
+// The record written back by set-memory-nodes: versioned, refused (and
+// unchanged) when the daemons are not the cluster's live nodes.
+TEST_F(RegistryZkTest, ReaddressingRewritesTheRecordOnlyForTheLiveNodes) {
+  ClusterRecord c = one_node_cluster(0x6262);
+  c.memory_nodes.push_back(Endpoint{"127.0.0.1", 7001});
+  c.memory_node_ids = {1, 2};
+  ASSERT_TRUE(Registry::init(zk_options(), root("readdress"), c, log_));
+  auto reg = Registry::open(zk_options(), root("readdress"), 0x6262, log_);
+  ASSERT_TRUE(reg) << reg.status().to_string();
+  auto refused = (*reg)->readdress_memory_nodes({{1, Endpoint{"127.0.0.1", 8000}}, {5, Endpoint{"127.0.0.1", 8001}}});
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.status().code(), Errc::kMismatch);
+  auto unchanged = (*reg)->read_cluster();
+  ASSERT_TRUE(unchanged);
+  EXPECT_EQ(unchanged->epoch, 1u);
+  EXPECT_EQ(unchanged->memory_nodes, c.memory_nodes);
+  auto moved = (*reg)->readdress_memory_nodes({{2, Endpoint{"127.0.0.1", 8001}}, {1, Endpoint{"127.0.0.1", 8000}}});
+  ASSERT_TRUE(moved) << moved.status().to_string();
+  auto now = (*reg)->read_cluster();
+  ASSERT_TRUE(now);
+  EXPECT_EQ(now->epoch, 2u);
+  EXPECT_EQ(now->memory_nodes, (std::vector<Endpoint>{Endpoint{"127.0.0.1", 8001}, Endpoint{"127.0.0.1", 8000}}));
+  EXPECT_EQ(now->memory_node_ids, (std::vector<uint32_t>{2, 1}));
+  EXPECT_EQ((*reg)->cluster().epoch, 2u);
+}
+
+// An FD replica restarted after a whole-cluster crash finds its old
+// announcement and election node still there (ZooKeeper restored the dead
+// session). It takes over an announcement naming the UDP endpoint it holds
+// (so its creator is gone) and removes its dead predecessor's candidacy;
+// an announcement of a live replica (another endpoint) is not taken.
+TEST_F(RegistryZkTest, ARestartedReplicaTakesOverWhatItsDeadPredecessorLeft) {
+  const ClusterRecord c = one_node_cluster(0x6363);
+  ASSERT_TRUE(Registry::init(zk_options(), root("stale"), c, log_));
+  auto dead = Registry::open(zk_options(), root("stale"), 0x6363, log_);
+  ASSERT_TRUE(dead) << dead.status().to_string();
+  auto reborn = Registry::open(zk_options(), root("stale"), 0x6363, log_);
+  ASSERT_TRUE(reborn) << reborn.status().to_string();
+  const Endpoint port{"127.0.0.1", 4701};
+  ASSERT_TRUE((*dead)->announce_replica(1, port));
+  ASSERT_TRUE((*dead)->zk().create((*dead)->path("fd/election/n_"), "replica=1\n", zk::CreateMode::kEphemeralSequential));
+  ASSERT_TRUE((*dead)->zk().create((*dead)->path("fd/election/n_"), "replica=2\n", zk::CreateMode::kEphemeralSequential));
+
+  // Another endpoint: a live replica of the same id, not taken over.
+  Status clash = (*reborn)->announce_replica(1, Endpoint{"127.0.0.1", 4702}, std::chrono::milliseconds(200));
+  EXPECT_EQ(clash.code(), Errc::kAlreadyExists) << clash.to_string();
+  // Its own endpoint: taken over at once (the dead session still lives).
+  ASSERT_TRUE((*reborn)->announce_replica(1, port, std::chrono::milliseconds(0)));
+  auto node = (*reborn)->zk().get((*reborn)->path("fd/replicas/1"));
+  ASSERT_TRUE(node);
+  EXPECT_EQ(node->stat.ephemeral_owner, (*reborn)->zk().session_id());
+  auto removed = (*reborn)->withdraw_stale_candidacies(1);
+  ASSERT_TRUE(removed) << removed.status().to_string();
+  EXPECT_EQ(*removed, 1);
+  auto left = (*reborn)->zk().children((*reborn)->path("fd/election"));
+  ASSERT_TRUE(left);
+  ASSERT_EQ(left->size(), 1u) << "replica 2's candidacy is not ours to remove";
+  auto other = (*reborn)->zk().get((*reborn)->path("fd/election/" + left->front()));
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->data, "replica=2\n");
 }
 
 // The tree is readable by anyone (zk_dump.py) but only secret holders may
