@@ -6,6 +6,7 @@
 #   bash deploy/local/cluster.sh start  --nodes 2 --dir /tmp/pc --zookeeper --fd-replicas 3
 #   bash deploy/local/cluster.sh status --dir /tmp/pandora-cluster
 #   bash deploy/local/cluster.sh stop   --dir /tmp/pandora-cluster [--keep]
+#   bash deploy/local/cluster.sh restart --dir /tmp/pc --fd-replicas 3   (after stop --keep, or a crash of all)
 #
 # State recorded in DIR (so stop/status and clients find everything):
 #   secret          the cluster secret (mode 600)
@@ -29,7 +30,7 @@ user="$(id -un 2>/dev/null || echo "uid$(id -u)")"
 
 usage() {
   cat <<USAGE
-Usage: bash deploy/local/cluster.sh start|start-fd|stop|status [options]
+Usage: bash deploy/local/cluster.sh start|start-fd|stop|restart|status [options]
 
 Starts, stops or lists N pandora-memd daemons on 127.0.0.1 (loopback only).
 Each listens on a kernel-chosen port (port 0 + --port-file) and maps a region
@@ -47,7 +48,9 @@ Options:
   --busy-poll-us N   tcp data plane: poll N us before sleeping (start) [0]
   --cluster-id ID    cluster id (start)          [random, recorded in DIR]
   --log-level LEVEL  daemon log level (start)                      [info]
-  --keep             stop: keep the region files (default: remove them)
+  --keep             stop: keep the region files and the ensemble's data
+                     (default: remove them), so restart can bring the
+                     cluster back
   -h, --help         this help
 
 Failure detection (start; off unless asked for):
@@ -96,6 +99,16 @@ recorded pid, up to 10 s, then SIGKILL; it only signals pids that still are
 the processes it started (pandora-fd / pandora-memd executables; the
 ensemble's java processes are checked by deploy/local/zookeeper.sh).
 status lists the daemons, the replicas and the ensemble's servers.
+
+restart brings a whole cluster back from DIR after 'stop --keep' or after
+every process died (a crash, a power cut of a host whose regions are on
+real persistent memory): the ensemble from its data (zookeeper.sh resume),
+the memory daemons on their regions (new ports; a failed-over node stays
+down), 'pandora-ctl set-memory-nodes' to record where they listen, and with
+--fd-replicas N the detector, whose leader recovers every compute node of
+the old run (they never heartbeat again) before new ones join. Options of
+start (--threads, --busy-poll-us, --log-level, --fd-*) apply again; --nodes,
+--size and --log-size come from the regions.
 USAGE
 }
 
@@ -106,8 +119,8 @@ cmd="$1"
 shift
 case "$cmd" in
   -h|--help) usage; exit 0 ;;
-  start|stop|status|start-fd) ;;
-  *) usage >&2; die "unknown command '$cmd' (expected start, start-fd, stop or status)" ;;
+  start|stop|status|start-fd|restart) ;;
+  *) usage >&2; die "unknown command '$cmd' (expected start, start-fd, stop, restart or status)" ;;
 esac
 
 dir=""
@@ -221,28 +234,32 @@ stop_fds() {
   return "$rc"
 }
 
-# Stops the ensemble started with --zookeeper (if any).
+# Stops the ensemble started with --zookeeper (if any); with --keep its data
+# stays for restart.
 stop_zk() {
   [[ -d "$dir/zk" ]] || return 0
-  bash "$script_dir/zookeeper.sh" stop --dir "$dir/zk" >/dev/null || return 1
+  local -a keep_data=()
+  [[ $keep -eq 0 ]] || keep_data=(--keep-data)
+  bash "$script_dir/zookeeper.sh" stop --dir "$dir/zk" ${keep_data[@]+"${keep_data[@]}"} >/dev/null || return 1
   rm -f -- "$dir/zk_connect"
 }
 
-# Node indices recorded in DIR (from node<i>.pid files).
+# Node indices recorded in DIR (from node<i>.pid and node<i>.region files:
+# a failed-over node left down by restart has only its region).
 recorded_nodes() {
   local f
   shopt -s nullglob
-  for f in "$dir"/node*.pid; do
+  for f in "$dir"/node*.pid "$dir"/node*.region; do
     f="${f##*/node}"
-    echo "${f%.pid}"
-  done | sort -n
+    echo "${f%.*}"
+  done | sort -nu
   shopt -u nullglob
 }
 
 # Stops every recorded daemon; removes regions unless --keep. Returns 1 when a
 # daemon had to be SIGKILLed or did not exit cleanly.
 stop_memds() {
-  local i rc=0
+  local i rc=0 region
   local -a pids=()
   for i in $(recorded_nodes); do
     pids+=("$(cat "$dir/node$i.pid" 2>/dev/null || true)")
@@ -250,7 +267,11 @@ stop_memds() {
   stop_pids "cluster.sh: pid" is_memd_pid ${pids[@]+"${pids[@]}"} || rc=1
   for i in $(recorded_nodes); do
     if [[ $keep -eq 0 && -f "$dir/node$i.region" ]]; then
-      rm -f -- "$(cat "$dir/node$i.region")"
+      region="$(cat "$dir/node$i.region")"
+      rm -f -- "$region"
+      # A daemon that was SIGKILLed (and not restarted, e.g. failed over)
+      # leaves its shm clients' socket directory, REGION.shm.XXXXXX.
+      rm -rf -- "$region".shm.??????
     fi
     rm -f -- "$dir/node$i.pid" "$dir/node$i.port"
   done
@@ -271,6 +292,59 @@ stop_all() {
   return "$rc"
 }
 
+# Starts pandora-memd for node $1 on the region recorded in DIR/node$1.region
+# (further flags after $1), its pid in DIR/node$1.pid, its output appended to
+# DIR/node$1.log. With a detector's UDP ports reserved (DIR/fd_ports) it
+# heartbeats them, so its death is failed over (recovery/README.md).
+launch_memd() {
+  local i="$1"
+  shift
+  local -a heartbeat_flags=()
+  if [[ -s "$dir/fd_ports" ]]; then
+    heartbeat_flags=(--fd-replicas "$(sed 's/^/127.0.0.1:/' "$dir/fd_ports" | paste -sd, -)")
+  fi
+  # Regions on /dev/shm are not persistent memory; PMDK is told to treat
+  # them as such so the flush discipline is that of real PM. stdin/stdout/
+  # stderr are detached from the caller: a daemon must not hold a pipe of
+  # whoever ran us (ctest, ssh) open.
+  PMEM_IS_PMEM_FORCE=1 "$memd" \
+    --pm-path "$(cat "$dir/node$i.region")" --node-id "$i" --listen 127.0.0.1:0 --port-file "$dir/node$i.port" \
+    --cluster-id "$cluster_id" --secret-file "$dir/secret" \
+    --threads "$threads" --busy-poll-us "$busy_poll_us" --log-level "$log_level" \
+    ${heartbeat_flags[@]+"${heartbeat_flags[@]}"} "$@" </dev/null >>"$dir/node$i.log" 2>&1 &
+  echo "$!" >"$dir/node$i.pid"
+}
+
+# Waits (bounded) for each launched node in $@ to publish its port; writes
+# DIR/endpoints. On a failure stops everything (stop_all) and exits 1.
+collect_endpoints() {
+  local deadline=$((SECONDS + 30)) i pid port endpoints=""
+  for i in "$@"; do
+    pid="$(cat "$dir/node$i.pid")"
+    if ! port="$(wait_port_file "cluster.sh: node$i" "$pid" "$dir/node$i.port" "$dir/node$i.log" "$deadline")"; then
+      stop_all || true
+      exit 1
+    fi
+    echo "$port" >"$dir/node$i.port"
+    endpoints+="${endpoints:+,}127.0.0.1:$port"
+    echo "==> node$i: pid $pid, 127.0.0.1:$port, region $(cat "$dir/node$i.region")"
+  done
+  echo "$endpoints" >"$dir/endpoints"
+  echo "==> cluster id $cluster_id, secret file $dir/secret"
+  echo "==> endpoints: $endpoints"
+}
+
+# Dies when a recorded pandora-fd replica still runs ($1: what to do first).
+refuse_running_fds() {
+  local i pid
+  for i in $(recorded_fds); do
+    pid="$(cat "$dir/fd$i.pid" 2>/dev/null || true)"
+    if is_fd_pid "$pid"; then
+      die "a failure detector is already running from $dir (fd$i pid $pid); stop it first: $1"
+    fi
+  done
+}
+
 start_all() {
   [[ -x "$memd" ]] || die "pandora-memd not found at '$memd' (build it: bash deploy/setup.sh release, or pass --memd PATH)"
   mkdir -p "$dir"
@@ -281,12 +355,7 @@ start_all() {
       die "a cluster is already running from $dir (node$i pid $pid); stop it first: $0 stop --dir $dir"
     fi
   done
-  for i in $(recorded_fds); do
-    pid="$(cat "$dir/fd$i.pid" 2>/dev/null || true)"
-    if is_fd_pid "$pid"; then
-      die "a failure detector is already running from $dir (fd$i pid $pid); stop it first: $0 stop --dir $dir"
-    fi
-  done
+  refuse_running_fds "$0 stop --dir $dir"
   if [[ $zookeeper -eq 1 ]]; then
     [[ -x "$ctl_bin" ]] || die "pandora-ctl not found at '$ctl_bin' (build it: bash deploy/setup.sh release, or pass --ctl PATH)"
   fi
@@ -304,46 +373,22 @@ start_all() {
   cluster_id="$(ensure_cluster_id "$dir" "$cluster_id")"
   echo "$region_dir" >"$dir/region_dir"
 
-  # Regions on /dev/shm are not persistent memory; PMDK is told to treat them
-  # as such so the flush discipline is that of real PM.
-  export PMEM_IS_PMEM_FORCE=1
   # With a failure detector, the daemons heartbeat its replicas so a memory
   # node's death is failed over (recovery/README.md): the replicas' UDP
   # ports are reserved now, before either side starts (DIR/fd_ports).
-  local heartbeat_flags=()
   if [[ $zookeeper -eq 1 ]]; then
     reserve_fd_ports "$((fd_replicas > 0 ? fd_replicas : 3))" >"$dir/fd_ports"
-    heartbeat_flags=(--fd-replicas "$(sed 's/^/127.0.0.1:/' "$dir/fd_ports" | paste -sd, -)")
   fi
+  local -a all=()
   for ((i = 1; i <= nodes; i++)); do
-    local region="$region_dir/node$i.pm"
-    echo "$region" >"$dir/node$i.region"
-    # stdin/stdout/stderr are detached from the caller: a daemon must not
-    # hold a pipe of whoever ran us (ctest, ssh) open.
-    "$memd" \
-      --pm-path "$region" --size "$size" --log-size "$log_size" \
-      --node-id "$i" --listen 127.0.0.1:0 --port-file "$dir/node$i.port" \
-      --cluster-id "$cluster_id" --secret-file "$dir/secret" \
-      --threads "$threads" --busy-poll-us "$busy_poll_us" --log-level "$log_level" \
-      ${heartbeat_flags[@]+"${heartbeat_flags[@]}"} </dev/null >"$dir/node$i.log" 2>&1 &
-    echo "$!" >"$dir/node$i.pid"
+    echo "$region_dir/node$i.pm" >"$dir/node$i.region"
+    : >"$dir/node$i.log"
+    launch_memd "$i" --size "$size" --log-size "$log_size"
+    all+=("$i")
   done
-
-  # Wait (bounded) for each daemon to publish its port.
-  local deadline=$((SECONDS + 30)) port endpoints=""
-  for ((i = 1; i <= nodes; i++)); do
-    pid="$(cat "$dir/node$i.pid")"
-    if ! port="$(wait_port_file "cluster.sh: node$i" "$pid" "$dir/node$i.port" "$dir/node$i.log" "$deadline")"; then
-      stop_all || true
-      exit 1
-    fi
-    echo "$port" >"$dir/node$i.port"
-    endpoints+="${endpoints:+,}127.0.0.1:$port"
-    echo "==> node$i: pid $pid, 127.0.0.1:$port, region $region_dir/node$i.pm"
-  done
-  echo "$endpoints" >"$dir/endpoints"
-  echo "==> cluster id $cluster_id, secret file $dir/secret"
-  echo "==> endpoints: $endpoints"
+  collect_endpoints "${all[@]}"
+  local endpoints
+  endpoints="$(cat "$dir/endpoints")"
   [[ $zookeeper -eq 1 ]] || return 0
 
   start_zk "$endpoints"
@@ -398,6 +443,9 @@ PY
 start_fds() {
   local wait_data_plane="${1:-0}" ready="is the leader" i pid connect
   [[ "$wait_data_plane" -eq 0 ]] || ready="leader data plane"
+  # 2 (restart): the data plane, or the leader saying there are no tables
+  # to attach to yet (a cluster restarted before anything was loaded).
+  [[ "$wait_data_plane" -ne 2 ]] || ready="leader data plane|are the tables loaded\?"
   # On failure: start-fd stops only the replicas (the cluster was running
   # before), start stops everything it started.
   local on_fail=stop_all
@@ -429,7 +477,7 @@ start_fds() {
     done
     status="$("$ctl_bin" status --zookeeper "$connect" --zk-root "$zk_root" --cluster-id "$cluster_id" \
       --secret-file "$dir/secret" </dev/null 2>&1 || true)"
-    if grep -q "^fd replicas ($fd_replicas):" <<<"$status" && grep -qs "$ready" "$dir"/fd*.log; then
+    if grep -q "^fd replicas ($fd_replicas):" <<<"$status" && grep -qsE "$ready" "$dir"/fd*.log; then
       break
     fi
     if [[ $SECONDS -ge $deadline ]]; then
@@ -472,6 +520,95 @@ status_all() {
   return "$down"
 }
 
+# restart: the whole cluster back from DIR (see usage).
+restart_all() {
+  [[ -s "$dir/cluster_id" && -s "$dir/secret" && -s "$dir/region_dir" ]] ||
+    die "no cluster recorded in $dir (cluster_id, secret, region_dir): start one instead"
+  [[ -x "$memd" ]] || die "pandora-memd not found at '$memd' (build it: bash deploy/setup.sh release, or pass --memd PATH)"
+  local i pid region
+  local -a indices=()
+  mapfile -t indices < <(recorded_nodes)
+  [[ ${#indices[@]} -gt 0 ]] || die "no memory node recorded in $dir: start a cluster instead"
+  for i in "${indices[@]}"; do
+    pid="$(cat "$dir/node$i.pid" 2>/dev/null || true)"
+    if is_memd_pid "$pid"; then
+      die "node$i still runs (pid $pid): restart brings back a cluster that is down; stop it first: $0 stop --dir $dir --keep"
+    fi
+    [[ -s "$dir/node$i.region" ]] || die "node$i has no region recorded ($dir/node$i.region)"
+    region="$(cat "$dir/node$i.region")"
+    [[ -f "$region" ]] ||
+      die "node$i's region $region is gone (stopped without --keep, or a reboot of a host whose regions" \
+        "are on /dev/shm): its data cannot come back"
+  done
+  refuse_running_fds "$0 stop --dir $dir --keep"
+  cluster_id="$(cat "$dir/cluster_id")"
+  region_dir="$(cat "$dir/region_dir")"
+  # Whatever fails from here, the regions and the ensemble's data stay.
+  keep=1
+  local with_zk=0
+  [[ ! -d "$dir/zk" ]] || with_zk=1
+  if [[ $fd_replicas -gt 0 && $with_zk -eq 0 ]]; then
+    die "--fd-replicas needs the ensemble: $dir was started without --zookeeper"
+  fi
+  if [[ $with_zk -eq 1 ]]; then
+    [[ -x "$ctl_bin" ]] || die "pandora-ctl not found at '$ctl_bin' (build it: bash deploy/setup.sh release, or pass --ctl PATH)"
+  fi
+  if [[ $fd_replicas -gt 0 ]]; then
+    [[ -x "$fd_bin" ]] || die "pandora-fd not found at '$fd_bin' (build it: bash deploy/setup.sh release, or pass --fd PATH)"
+  fi
+  rm -f -- "$dir"/fd*.pid "$dir"/node*.pid "$dir"/node*.port "$dir/endpoints"
+
+  # The ensemble first: it says which memory nodes were failed over (those
+  # stay down: their regions are stale) and where the others must be recorded.
+  local connect="" failed_ids=""
+  if [[ $with_zk -eq 1 ]]; then
+    echo "==> resuming the ZooKeeper ensemble in $dir/zk"
+    if ! bash "$script_dir/zookeeper.sh" resume --dir "$dir/zk" >"$dir/zk_start.log" 2>&1; then
+      cat "$dir/zk_start.log" >&2
+      die "the ZooKeeper ensemble did not come back (see above)"
+    fi
+    connect="$(cat "$dir/zk/zk_connect")"
+    echo "$connect" >"$dir/zk_connect"
+    zk_root="$(cat "$dir/zk_root" 2>/dev/null || echo "$zk_root")"
+    echo "$zk_root" >"$dir/zk_root"
+    local status
+    if ! status="$("$ctl_bin" status --zookeeper "$connect" --zk-root "$zk_root" --cluster-id "$cluster_id" \
+        --secret-file "$dir/secret" </dev/null 2>&1)"; then
+      echo "$status" >&2
+      stop_zk || true
+      die "pandora-ctl status failed on the resumed ensemble (see above)"
+    fi
+    failed_ids="$(sed -n 's/^failed over (out of the configuration)://p' <<<"$status" |
+      grep -o 'node [0-9]*' | cut -d' ' -f2 || true)"
+  fi
+
+  local -a started=()
+  for i in "${indices[@]}"; do
+    if grep -qx "$i" <<<"$failed_ids"; then
+      echo "==> node$i was failed over: it stays down (its region is stale; its shards are served by the other replicas)"
+      continue
+    fi
+    # No --size/--log-size: the region keeps its own; --node-id and
+    # --cluster-id must match its header (memd refuses otherwise).
+    launch_memd "$i"
+    started+=("$i")
+  done
+  [[ ${#started[@]} -gt 0 ]] || { stop_all || true; die "every memory node was failed over: nothing to restart"; }
+  collect_endpoints "${started[@]}"
+  local endpoints
+  endpoints="$(cat "$dir/endpoints")"
+  [[ $with_zk -eq 1 ]] || return 0
+
+  if ! "$ctl_bin" set-memory-nodes --zookeeper "$connect" --zk-root "$zk_root" --cluster-id "$cluster_id" \
+      --secret-file "$dir/secret" --memory-nodes "$endpoints" </dev/null; then
+    stop_all || true
+    die "pandora-ctl set-memory-nodes failed (see above); everything stopped, data kept"
+  fi
+  echo "==> zookeeper: $connect (root $zk_root)"
+  [[ $fd_replicas -gt 0 ]] || return 0
+  start_fds 2
+}
+
 # start-fd: a detector for a running cluster started with --zookeeper.
 start_fd_only() {
   [[ -s "$dir/zk_connect" && -s "$dir/cluster_id" ]] ||
@@ -494,6 +631,7 @@ start_fd_only() {
 case "$cmd" in
   start) start_all ;;
   start-fd) start_fd_only ;;
+  restart) restart_all ;;
   stop)
     [[ -d "$dir" ]] || die "no cluster state directory $dir"
     stop_all && echo "==> cluster in $dir stopped" || { echo "==> cluster in $dir stopped (some daemons needed SIGKILL)"; exit 1; }

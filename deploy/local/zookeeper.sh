@@ -5,6 +5,7 @@
 #   bash deploy/local/zookeeper.sh status  --dir /tmp/pandora-zk
 #   bash deploy/local/zookeeper.sh kill    --dir /tmp/pandora-zk --server 2
 #   bash deploy/local/zookeeper.sh restart --dir /tmp/pandora-zk --server 2
+#   bash deploy/local/zookeeper.sh resume  --dir /tmp/pandora-zk
 #   bash deploy/local/zookeeper.sh stop    --dir /tmp/pandora-zk [--keep-data]
 #
 # State recorded in DIR (so stop/status/kill/restart and clients find it):
@@ -28,7 +29,7 @@ ZK_CLASSPATH="$ZK_CONF_DIR:$ZK_JAR:/usr/share/java/slf4j-log4j12.jar:/usr/share/
 
 usage() {
   cat <<USAGE
-Usage: bash deploy/local/zookeeper.sh start|stop|status|kill|restart --dir DIR [options]
+Usage: bash deploy/local/zookeeper.sh start|stop|status|kill|restart|resume --dir DIR [options]
 
 Runs a ZooKeeper ensemble of N servers (the Debian 'zookeeper' package, one
 java process each) on 127.0.0.1 only (or on the --host address), with
@@ -43,6 +44,9 @@ Commands:
   kill      SIGKILL server --server I (fault tests); its data stays
   restart   start server --server I again on the same configuration and ports
             (SIGKILLs it first if it still runs)
+  resume    start every recorded server again on its configuration, ports
+            and data (after stop --keep-data, or after all of them died),
+            wait for a leader, write DIR/zk_connect again
 
 Options:
   --dir DIR            state directory (configs, pids, ports, logs, data) [required]
@@ -56,7 +60,7 @@ Options:
                        another for 30 s                               [3000]
   --init-ms MS         start: how long a follower may take to connect and
                        sync to a new leader (initLimit, in ticks)    [10000]
-  --wait-s S           start/restart: wait this long for a leader         [60]
+  --wait-s S           start/restart/resume: wait this long for a leader  [60]
   --no-fsync           start: forceSync=no, the transaction log is written
                        but not fsynced (tests on a shared machine, where an
                        fsync can stall for seconds; never for measurements
@@ -87,8 +91,8 @@ cmd="$1"
 shift
 case "$cmd" in
   -h|--help) usage; exit 0 ;;
-  start|stop|status|kill|restart|_watchdog) ;;
-  *) usage >&2; die "unknown command '$cmd' (expected start, stop, status, kill or restart)" ;;
+  start|stop|status|kill|restart|resume|_watchdog) ;;
+  *) usage >&2; die "unknown command '$cmd' (expected start, stop, status, kill, restart or resume)" ;;
 esac
 
 dir=""
@@ -516,5 +520,38 @@ CFG
     stop_server "$server" KILL
     launch_server "$server"
     say "restarted server $server (pid $(cat "$dir/zk$server.pid"), port $(cat "$dir/zk$server.port"))"
+    ;;
+
+  resume)
+    mapfile -t recorded < <(recorded_servers)
+    [[ ${#recorded[@]} -gt 0 ]] || die "no ensemble recorded in $dir (no zk<i>.cfg): start one instead"
+    connect=""
+    for i in "${recorded[@]}"; do
+      pid="$(cat "$dir/zk$i.pid" 2>/dev/null || true)"
+      if is_our_server "$pid" "$i"; then
+        die "server $i still runs in $dir (pid $pid): resume starts an ensemble that is down"
+      fi
+      # Its transaction log is the registry's state: without it the server
+      # would start empty and could win an election with nothing in it.
+      [[ -s "$dir/zk$i/data/myid" && -d "$dir/zk$i/txlog" ]] ||
+        die "server $i has no data in $dir/zk$i (stopped without --keep-data?): nothing to resume"
+      port="$(cat "$dir/zk$i.port" 2>/dev/null || true)"
+      [[ "$port" =~ ^[1-9][0-9]*$ ]] || die "no client port recorded for server $i ($dir/zk$i.port)"
+      connect+="${connect:+,}$host:$port"
+    done
+    rm -f -- "$dir/zk_connect"
+    started_at=$SECONDS
+    for i in "${recorded[@]}"; do
+      launch_server "$i"
+    done
+    servers_now="${#recorded[@]}"
+    if ! wait_for_quorum "${recorded[@]}"; then
+      print_log_tails
+      for i in "${recorded[@]}"; do stop_server "$i"; done
+      die "the ensemble in $dir did not elect a leader within ${wait_s} s (server logs above); stopped it, data kept"
+    fi
+    echo "$connect" >"$dir/zk_connect"
+    say "resumed ${#recorded[@]} servers in $dir, leader elected after $((SECONDS - started_at)) s"
+    echo "$connect"
     ;;
 esac
