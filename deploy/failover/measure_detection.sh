@@ -165,19 +165,6 @@ echo "==> starting 3 pandora-fd replicas (timeout ${fd_timeout_us} us)"
   --fd-nice "$fd_nice" ${fd_args[@]+"${fd_args[@]}"} --log-level info >>"$out/cluster_start.log" 2>&1 ||
   { cat "$out/cluster_start.log" >&2; die "the failure detector did not start"; }
 
-# Waits (bounded) until file $1 has a line matching $2; fails if pid $3 ends.
-wait_for_line() {
-  local file="$1" pattern="$2" pid="$3" deadline=$((SECONDS + 60))
-  while ! grep -qE -- "$pattern" "$file" 2>/dev/null; do
-    if ! kill -0 "$pid" 2>/dev/null; then
-      tail -n 20 "$file" >&2
-      die "pandora-bench (pid $pid) ended before printing /$pattern/ (log: $file)"
-    fi
-    [[ $SECONDS -lt $deadline ]] || die "pandora-bench did not print /$pattern/ within 60 s (log: $file)"
-    sleep 0.01
-  done
-}
-
 RANDOM="$seed"
 echo "round,pid,os_pid,kill_ns,detected_ns,published_ns,detect_us,end_to_end_us,start_record_us,fence_us,log_recovery_us,truncate_us,publish_us,sweep_us,records,rolled_back,rolled_forward,swept,leader_replica" \
   >"$out/crashes.csv"

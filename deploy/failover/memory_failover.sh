@@ -110,19 +110,8 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# Waits (bounded) until file $1 has a line matching $2.
-wait_for_line() {
-  local deadline=$((SECONDS + 60))
-  until grep -qE -- "$2" "$1" 2>/dev/null; do
-    [[ $SECONDS -lt $deadline ]] || die "no /$2/ in $1 within 60 s"
-    sleep 0.02
-  done
-}
-# The money total an audit-only run reports ("check passed: total money (cents) = N").
-money() {
-  "$bench" "${common[@]}" --seconds 0 >"$1" 2>&1 || { tail -n 5 "$1" >&2; die "the audit failed (log: $1)"; }
-  sed -n 's/^check passed: total money (cents) = \([0-9-]*\).*/\1/p' "$1" | head -n1
-}
+# shellcheck source=deploy/lib/bench_logs.sh
+source "$root/deploy/lib/bench_logs.sh"
 
 cl_bins=(--memd "$build/memory/pandora-memd" --fd "$build/recovery/pandora-fd" --ctl "$build/deploy/pandora-ctl")
 echo "round,kill_ns,detected_ns,detect_ms,record_ms,pause_ms,parked_ms_a,parked_ms_b,decided_a,decided_b,money_ok" \
@@ -140,7 +129,7 @@ for ((r = 1; r <= rounds; r++)); do
   common=(--zookeeper "$(cat "$state/zk_connect")" --cluster-id "$(cat "$state/cluster_id")"
           --secret-file "$state/secret" --workload smallbank --accounts "$accounts" --mix transfers --log-level warn)
   "$bench" "${common[@]}" --load --seconds 0 >"$rd/load.log" 2>&1 || { tail -n 20 "$rd/load.log" >&2; die "loading failed"; }
-  loaded="$(sed -n 's/^check passed: total money (cents) = \([0-9-]*\).*/\1/p' "$rd/load.log" | head -n1)"
+  loaded="$(money_in_log "$rd/load.log")"
   [[ -n "$loaded" ]] || die "the load printed no money total (log: $rd/load.log)"
   bash "$root/deploy/local/cluster.sh" start-fd --dir "$state" "${cl_bins[@]}" --fd-timeout-us "$fd_timeout_us" \
     --fd-arg --memory-timeout-us --fd-arg "$memory_timeout_us" --log-level info >>"$rd/cluster_start.log" 2>&1 || { cat "$rd/cluster_start.log" >&2; die "the detector did not start"; }
@@ -149,7 +138,8 @@ for ((r = 1; r <= rounds; r++)); do
       --timeline-ms 10 --report "$rd/bench-$n.json" --no-check >"$rd/bench-$n.log" 2>&1 &
     bench_pids+=($!)
   done
-  for n in a b; do wait_for_line "$rd/bench-$n.log" '^\[ *[0-9.]+ s\]'; done
+  wait_for_line "$rd/bench-a.log" '^\[ *[0-9.]+ s\]' "${bench_pids[0]}"
+  wait_for_line "$rd/bench-b.log" '^\[ *[0-9.]+ s\]' "${bench_pids[1]}"
   sleep "$kill_after"
   t="$EPOCHREALTIME"
   kill -KILL "$(cat "$state/node3.pid")"
@@ -159,7 +149,7 @@ for ((r = 1; r <= rounds; r++)); do
   wait "${bench_pids[1]}" || rc_b=$?
   bench_pids=()
   cat "$state"/fd*.log >"$rd/fd.log"
-  after="$(money "$rd/audit.log")"
+  after="$(audit_money "$rd/audit.log" "$bench" "${common[@]}")"
   python3 - "$rd" "$kill_ns" "$loaded" "$after" "$rc_a" "$rc_b" "$r" >>"$out/rounds.csv" <<'PY' || failures=$((failures + 1))
 import datetime, re, sys
 rd, kill_ns, loaded, after, rc_a, rc_b, rnd = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], *map(int, sys.argv[5:8])
