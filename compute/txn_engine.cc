@@ -39,6 +39,7 @@ void TxnEngine::begin() {
   ctx_.detail = Status();
   active_ = true;
   ctx_.logged = false;
+  ctx_.commit_started = false;
   ctx_.has_reads = ctx_.has_writes = false;
   ctx_.intents = 0;
   ctx_.intent_bufs.clear();

@@ -46,6 +46,7 @@ void post_commit_writes(TxnContext& ctx, uint64_t skip_nodes) {
 }
 
 AbortReason commit_writes(TxnContext& ctx) {
+  ctx.commit_started = true;
   post_commit_writes(ctx);
   ctx.ops.wait_all();
   if (ctx.all_ok()) return AbortReason::kNone;
@@ -74,8 +75,7 @@ namespace {
 // A release that failed as a lost link does, on a node that may yet be
 // declared failed: its latch then goes with the node.
 bool may_fail_over(const TxnContext& ctx, Errc e) {
-  return ctx.cluster.config().memory_failover_wait.count() > 0 && ctx.protocol->mode() == ProtocolMode::kPandora &&
-         is_lost_link(e);
+  return ctx.cluster.config().memory_failover_wait.count() > 0 && is_lost_link(e);
 }
 
 }  // namespace

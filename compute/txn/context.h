@@ -146,6 +146,7 @@ struct TxnContext {
   bool has_reads = false;            // set at commit()
   bool has_writes = false;           // set at commit()
   bool logged = false;               // a record of this transaction may be on a log node
+  bool commit_started = false;       // its commit WRITEs were posted (or are being)
   AbortReason state = AbortReason::kNone;
   Status detail;
   uint64_t lane_seq = 0;

@@ -36,35 +36,42 @@ bool await_memory_declaration(TxnContext& ctx, uint64_t nodes) {
   return true;
 }
 
-FailoverOutcome fail_over(TxnContext& ctx) {
-  if (ctx.protocol->mode() != ProtocolMode::kPandora || ctx.state != AbortReason::kNone) {
-    return FailoverOutcome::kNotApplicable;
-  }
+uint64_t absorb_memory_failures(TxnContext& ctx) {
   ctx.ops.wait_all();
   const uint64_t lost = ctx.ops.lost_node_mask();
-  if (lost == 0 || ctx.ops.other_failure()) return FailoverOutcome::kNotApplicable;
-  if (!await_memory_declaration(ctx, lost)) return FailoverOutcome::kNotApplicable;
-
+  if (lost == 0 || ctx.ops.other_failure()) return 0;
+  if (!await_memory_declaration(ctx, lost)) return 0;
   // Every failure was on a node that is gone for good, and so are the
-  // latches it held there.
+  // latches it held there, and (ford) the undo records it wrote there.
   const uint64_t failed = ctx.cluster.declared_failed_mask();
   for (Item& it : ctx.items) {
     for (size_t r = 0; r < it.latches.size() && r < it.replicas.size(); ++r) {
       if ((failed >> it.replicas[r]) & 1) it.latches[r] = ReplicaLatch{};
     }
   }
+  for (size_t n = 0; n < ctx.ford_cursor.size(); ++n) {
+    if ((failed >> n) & 1) ctx.ford_cursor[n] = 0;
+  }
   ctx.ops.clear_failures();
-  const std::string names = node_names(ctx, lost);
   ctx.acct.counters.memory_failovers++;
+  return lost;
+}
 
-  if (!ctx.logged) {
+FailoverOutcome fail_over(TxnContext& ctx) {
+  if (ctx.state != AbortReason::kNone) return FailoverOutcome::kNotApplicable;
+  const uint64_t lost = absorb_memory_failures(ctx);
+  if (lost == 0) return FailoverOutcome::kNotApplicable;
+  const uint64_t failed = ctx.cluster.declared_failed_mask();
+  const std::string names = node_names(ctx, lost);
+
+  if (!ctx.protocol->decided_to_commit(ctx)) {
     ctx.detail = Status(Errc::kDisconnected,
                         fmt::format("memory node {} failed; the transaction aborted (retry it)", names));
     abort_transaction(ctx, AbortReason::kFailedOver);
     return FailoverOutcome::kEnded;
   }
-  // Validated and logged: its outcome is commit. Complete it on the live
-  // replicas.
+  // Its outcome is commit (validated and logged; ford: its commit WRITEs
+  // begun). Complete it on the live replicas.
   post_commit_writes(ctx, failed);
   ctx.ops.wait_all();
   if (!ctx.all_ok()) {

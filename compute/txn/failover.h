@@ -4,11 +4,14 @@
 // coordinator decides its transaction by the live replicas, as log recovery
 // would:
 //
-//  * logged (validated, its record on the live log nodes): it commits - its
-//    commit WRITEs are (re-)applied to every live replica (absolute values,
-//    so re-applying is harmless) and its latches on live nodes released;
-//  * not logged: it aborts (AbortReason::kFailedOver: nothing was written,
-//    run it again), releasing its latches on live nodes;
+//  * decided to commit (Protocol::decided_to_commit: validated and logged;
+//    ford, which has no logging phase: its commit WRITEs begun): it commits -
+//    its commit WRITEs are (re-)applied to every live replica (absolute
+//    values, so re-applying is harmless) and its latches on live nodes
+//    released;
+//  * not: it aborts (AbortReason::kFailedOver: nothing was installed, run
+//    it again), releasing its latches on live nodes (ford: after zeroing the
+//    undo records it wrote on live nodes, as any ford abort does);
 //  * a latch on the dead node is gone with the node; nobody takes the object
 //    on its new primary before every compute node has parked for the
 //    fail-over's pause (Cluster::apply_memory_failures), i.e. before this
@@ -19,9 +22,10 @@
 // (Cluster::declare_memory_failed) within ComputeConfig::memory_failover_wait;
 // the coordinator waits for that declaration, letting the others run. Any
 // other failure (fenced, a live node unreachable) halts the coordinator as
-// before (compute/txn/abort.h). Mode pandora only: ford and log-a-latch
-// transactions also wrote undo records or intents to lanes on the dead
-// node's peers, which this decision does not account for.
+// before (compute/txn/abort.h). Every protocol: log-a-latch's intents left
+// on live log nodes by an aborted transaction name latches it no longer
+// holds, and recovery releases only latches its pid holds; ford's undo
+// records and latches on the dead node went with it.
 #pragma once
 
 #include <cstdint>
@@ -43,5 +47,13 @@ bool await_memory_declaration(TxnContext& ctx, uint64_t nodes);
 
 // After a transport failure in the current transaction.
 FailoverOutcome fail_over(TxnContext& ctx);
+
+// The part of fail_over() that any ending of the transaction needs (an
+// abort the application asked for may find a failed operation too): when
+// every failed operation failed as a lost node does, on nodes declared
+// failed (waiting for that as await_memory_declaration), forgets the
+// latches and (ford) undo records held there and clears the failures.
+// Returns those nodes (bit = node index), 0 when not so (nothing changed).
+uint64_t absorb_memory_failures(TxnContext& ctx);
 
 }  // namespace pandora::txn

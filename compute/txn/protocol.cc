@@ -1,5 +1,7 @@
 #include "compute/txn/protocol.h"
 
+#include "compute/txn/context.h"
+
 namespace pandora::txn {
 
 const Protocol& protocol_for(ProtocolMode mode) {
@@ -10,5 +12,7 @@ const Protocol& protocol_for(ProtocolMode mode) {
   }
   return pandora_protocol();  // ComputeConfig::validate admits only the three
 }
+
+bool Protocol::decided_to_commit(const TxnContext& ctx) const { return ctx.logged; }
 
 }  // namespace pandora::txn

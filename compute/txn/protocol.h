@@ -37,6 +37,11 @@ class Protocol {
   // when the latches must be kept for recovery (a record of the transaction
   // may survive on a log node it cannot reach or clear).
   virtual bool keep_latches_on_abort(TxnContext& ctx, AbortReason r) const = 0;
+  // Whether the transaction's outcome is commit, should a memory node fail
+  // under it now (compute/txn/failover.h): from here on it can only be
+  // completed on the live replicas, never undone. pandora and log-a-latch:
+  // once its record may be on a log node (recovery would roll it forward).
+  virtual bool decided_to_commit(const TxnContext& ctx) const;
 };
 
 const Protocol& protocol_for(ProtocolMode mode);

@@ -17,6 +17,7 @@
 #include "compute/txn/abort.h"
 #include "compute/txn/commit.h"
 #include "compute/txn/context.h"
+#include "compute/txn/failover.h"
 #include "compute/txn/latching.h"
 #include "compute/txn/logging.h"
 #include "compute/txn/protocol.h"
@@ -91,13 +92,21 @@ class Ford final : public Protocol {
 
   bool latch_blind_writes_at_once() const override { return true; }
 
+  // No logging phase: validated, its undo records in place, the commit
+  // WRITEs begun - a reader may see a new value, so the transaction can
+  // only be completed. Before that an abort hides its undo records.
+  bool decided_to_commit(const TxnContext& ctx) const override { return ctx.commit_started; }
+
   bool keep_latches_on_abort(TxnContext& ctx, AbortReason r) const override {
     bool wrote = false;
     for (uint64_t c : ctx.ford_cursor) wrote |= c != 0;
     if (!wrote) return false;
     // Unreachable lanes may still hold the records: keep the latches.
     if (r == AbortReason::kTransport) return true;
-    return !hide_undo_records(ctx);
+    if (hide_undo_records(ctx)) return false;
+    // A zeroing WRITE failed: harmless only if the node it went to was
+    // failed over meanwhile (its lane went with it; the others are zeroed).
+    return absorb_memory_failures(ctx) == 0;
   }
 };
 

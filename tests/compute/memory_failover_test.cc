@@ -5,12 +5,18 @@
 // halting its compute node for recovery. A node that is not declared still
 // halts the coordinator, as before. The "crash" is the node's link failing
 // at an exact operation (FaultConnection drops everything to it from then
-// on), so each case is deterministic on shm and tcp.
+// on), so each case is deterministic on shm and tcp, in every protocol
+// (ford decides by whether its commit WRITEs began: it has no logging
+// phase; log-a-latch's intents go to the log nodes, one of which may be the
+// dead one).
+#include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
 #include "common/latch.h"
+#include "common/log_record.h"
 #include "common/slot_layout.h"
 #include "compute/loader.h"
 #include "compute/scheduler.h"
@@ -23,12 +29,13 @@ namespace {
 constexpr uint32_t kAccounts = 1;
 constexpr uint64_t kRows = 32;
 
-class MemoryFailoverTest : public ::testing::TestWithParam<Backend> {
+class MemoryFailoverTest : public ::testing::TestWithParam<std::tuple<Backend, ProtocolMode>> {
  protected:
   void SetUp() override {
     memds_ = std::make_unique<MemdCluster>(3);
     ASSERT_TRUE(memds_->ok()) << memds_->error();
-    ComputeConfig cfg = memds_->config(1, GetParam(), 2);
+    ComputeConfig cfg = memds_->config(1, std::get<0>(GetParam()), 2);
+    cfg.protocol = std::get<1>(GetParam());
     cfg.memory_failover_wait = failover_wait();
     cluster_ = connect_with_accounts(cfg, kAccounts, kRows, 100);
     ASSERT_TRUE(cluster_);
@@ -163,6 +170,39 @@ TEST_P(MemoryFailoverTest, AReleaseLostWithItsNodeDoesNotHalt) {
   EXPECT_FALSE(engine().halted());
 }
 
+// The application aborts after the backup of the object it updated died
+// (declared failed) - in ford just as the abort zeroes its undo record in
+// the lane on that node: what the dead node held went with it, so the
+// abort completes on the live nodes instead of halting the coordinator.
+TEST_P(MemoryFailoverTest, AnAbortTheApplicationChoseCompletesOnTheLiveNodes) {
+  const uint64_t k = key_with_primary(0);
+  const size_t backup = replicas_of(k)[1];
+  auto pass_all = *rule_;
+  *rule_ = [&, pass_all](size_t node, const PostedOp& op) {
+    // ford's abort: a WRITE of a zeroed record header to each lane it wrote.
+    if (node == backup && op.op == OpType::kWrite && op.len == sizeof(LogRecordHeader) && dead_ == SIZE_MAX) {
+      crash(backup, true);
+    }
+    return pass_all(node, op);
+  };
+  bool updated = false;
+  CommitOutcome next;
+  run([&](Coordinator& c) {
+    Txn& t = c.txn();
+    t.begin();
+    updated = static_cast<bool>(t.update(kAccounts, k));
+    if (backup != 0 && dead_ == SIZE_MAX) crash(backup, true);  // pandora, log-a-latch: no lane write to wait for
+    t.abort();
+  });
+  ASSERT_TRUE(updated);
+  ASSERT_TRUE(cluster_->apply_memory_failures());  // as at the pause: the coordinator runs on
+  run([&](Coordinator& c) { next = add(c.txn(), {k}, 1); });
+  EXPECT_FALSE(engine().halted()) << engine().last_detail().to_string();
+  EXPECT_EQ(slot(k, 0).latch, 0u) << "the abort released the latch on the live primary";
+  ASSERT_TRUE(next.committed) << abort_reason_name(next.reason) << ": " << next.detail.to_string();
+  EXPECT_EQ(as_i64(slot(k, 0).value), 101) << "nothing of the aborted update, then the next one";
+}
+
 // A node the failure detector does not declare failed (a broken link, not a
 // crash) within the wait: the logged transaction is left to recovery, as
 // without fail-over.
@@ -189,11 +229,23 @@ TEST_P(MemoryFailoverUndeclaredTest, AnUndeclaredNodeStillHaltsTheCoordinator) {
   EXPECT_NE(slot(k, 0).latch, 0u) << "an undecided transaction keeps its latch for recovery";
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, MemoryFailoverUndeclaredTest, ::testing::Values(Backend::kShm, Backend::kTcp),
-                         [](const auto& info) { return std::string(backend_name(info.param)); });
+std::string param_name(const ::testing::TestParamInfo<std::tuple<Backend, ProtocolMode>>& info) {
+  std::string p(protocol_name(std::get<1>(info.param)));
+  std::replace(p.begin(), p.end(), '-', '_');
+  return std::string(backend_name(std::get<0>(info.param))) + "_" + p;
+}
 
-INSTANTIATE_TEST_SUITE_P(Backends, MemoryFailoverTest, ::testing::Values(Backend::kShm, Backend::kTcp),
-                         [](const auto& info) { return std::string(backend_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Backends, MemoryFailoverUndeclaredTest,
+                         ::testing::Combine(::testing::Values(Backend::kShm, Backend::kTcp),
+                                            ::testing::Values(ProtocolMode::kPandora, ProtocolMode::kFord,
+                                                              ProtocolMode::kLogALatch)),
+                         param_name);
+
+INSTANTIATE_TEST_SUITE_P(Backends, MemoryFailoverTest,
+                         ::testing::Combine(::testing::Values(Backend::kShm, Backend::kTcp),
+                                            ::testing::Values(ProtocolMode::kPandora, ProtocolMode::kFord,
+                                                              ProtocolMode::kLogALatch)),
+                         param_name);
 
 // The placement side alone: a declared node leaves every replica list and
 // log-node list once applied, and a configuration that would leave a shard
