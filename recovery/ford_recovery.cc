@@ -26,7 +26,7 @@ namespace {
 std::vector<size_t> live_nodes(const Cluster& cluster, std::span<Connection* const> conns) {
   std::vector<size_t> nodes;
   for (size_t n = 0; n < cluster.node_count(); ++n) {
-    if (live(conns, n)) nodes.push_back(n);
+    if (live(cluster, conns, n)) nodes.push_back(n);
   }
   return nodes;
 }

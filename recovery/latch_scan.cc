@@ -28,7 +28,7 @@ Result<LatchScanReport> release_latches_where(const Cluster& cluster, std::span<
   std::vector<uint8_t> buf;
   OpBatch batch(conns, batch_timeout(cluster));
   for (size_t n = 0; n < cluster.node_count(); ++n) {
-    if (!live(conns, n)) continue;
+    if (!live(cluster, conns, n)) continue;
     const auto start = std::chrono::steady_clock::now();
     const uint64_t bytes_before = report.bytes;
     const uint32_t released_before = report.released;

@@ -64,7 +64,9 @@ Status decide_round(const Cluster& cluster, std::span<Connection* const> conns, 
     for (size_t e = 0; e < rec.entries.size(); ++e) {
       const uint32_t value_size = cluster.directory().find(rec.entries[e].table_id)->value_size;
       for (uint16_t n : cluster.replica_indexes(rec.entries[e].shard)) {
-        if (live(conns, n)) probes.push_back(Probe{r, e, n, std::vector<uint8_t>(sizeof(SlotHeader) + value_size)});
+        if (live(cluster, conns, n)) {
+          probes.push_back(Probe{r, e, n, std::vector<uint8_t>(sizeof(SlotHeader) + value_size)});
+        }
       }
     }
   }
@@ -180,7 +182,7 @@ Result<LogRecoveryReport> recover_logs(const Cluster& cluster, std::span<Connect
   // 1. Read every lane of the pid on each live log node.
   std::vector<size_t> log_nodes;
   for (size_t n : cluster.log_node_indexes(pid)) {
-    if (live(conns, n)) log_nodes.push_back(n);
+    if (live(cluster, conns, n)) log_nodes.push_back(n);
   }
   if (log_nodes.empty()) {
     return Status(Errc::kDisconnected, fmt::format("none of pid {}'s log nodes is reachable", pid));
@@ -254,7 +256,7 @@ Status zero_lane_heads(const Cluster& cluster, std::span<Connection* const> conn
   const uint32_t lane_bytes = cluster.lanes().lane_bytes();
   OpBatch batch(conns, batch_timeout(cluster));
   for (size_t n : nodes) {
-    if (!live(conns, n)) continue;
+    if (!live(cluster, conns, n)) continue;
     for (uint32_t l = 0; l < slot.count; ++l) {
       const uint64_t lane = cluster.lane_address(n, slot.first + l);
       batch.write(n, lane, kZeros, sizeof kZeros);
@@ -283,7 +285,7 @@ Result<uint32_t> sweep_stray_latches(const Cluster& cluster, std::span<Connectio
   OpBatch batch(conns, batch_timeout(cluster));
   std::vector<size_t> reads(sites.size(), SIZE_MAX);
   for (size_t i = 0; i < sites.size(); ++i) {
-    if (live(conns, sites[i].node)) {
+    if (live(cluster, conns, sites[i].node)) {
       reads[i] = batch.read(sites[i].node, sites[i].slot + kSlotLatchOffset, &words[i], sizeof(uint64_t));
     }
   }

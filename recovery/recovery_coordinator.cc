@@ -267,30 +267,44 @@ Result<RecoveryRecord> RecoveryCoordinator::recover_stopped_world(uint16_t pid, 
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 
+  std::vector<RecoveryRecord> recs{rec};
+  for (uint16_t p : batch) {
+    if (p == pid) continue;
+    auto r = start_stopped_recovery(p, rec);
+    if (!r) return r.status();
+    if (*r) recs.push_back(**r);
+  }
+  if (Status s = repair_stopped_world(recs, pause_start); !s) return s;
+  return recs.front();
+}
+
+Result<std::optional<RecoveryRecord>> RecoveryCoordinator::start_stopped_recovery(uint16_t pid,
+                                                                                  const RecoveryRecord& like) {
+  auto m = registry_.member(pid);
+  if (!m) return m.status();
+  if (!*m) return std::optional<RecoveryRecord>();
+  RecoveryRecord r = like;
+  r.pid = pid;
+  r.slot = (*m)->slot;
+  if (Status s = registry_.start_recovery(r); !s) return s;
+  return std::optional<RecoveryRecord>(r);
+}
+
+Status RecoveryCoordinator::repair_stopped_world(std::vector<RecoveryRecord>& recs,
+                                                 std::chrono::steady_clock::time_point pause_start) {
   // The scan below visits the slots of every table the directory names: a
   // directory older than the tables (created again since the leader read
   // it) would leave latches in the new ones for ever. Reading it again
   // (64 KiB per memory node) adds little to a pause that scans every slot.
   if (Status s = cluster_.load_directory(); !s) return s;
   const auto conns = cluster_.bootstrap_connections();
-  t = Clock::now();
-  std::vector<RecoveryRecord> recs;
-  for (uint16_t p : batch) {
-    RecoveryRecord r = rec;
-    r.pid = p;
-    if (p != pid) {
-      auto m = registry_.member(p);
-      if (!m) return m.status();
-      if (!*m) continue;
-      r.slot = (*m)->slot;
-      if (Status s = registry_.start_recovery(r); !s) return s;
-    }
-    auto report = recover_ford_logs(cluster_, conns, p, r.slot, logger_, crash_);
+  auto t = Clock::now();
+  for (RecoveryRecord& r : recs) {
+    auto report = recover_ford_logs(cluster_, conns, r.pid, r.slot, logger_, crash_);
     if (!report) return report.status();
     r.records = report->records;
     r.rolled_back = report->rolled_back;
     r.rolled_forward = report->rolled_forward;
-    recs.push_back(r);
   }
   const uint64_t log_us = us_since(t);
   t = Clock::now();
@@ -318,10 +332,7 @@ Result<RecoveryRecord> RecoveryCoordinator::recover_stopped_world(uint16_t pid, 
   logger_.info("recovered {} pid(s) with the world stopped: pause {} us (log recovery {} us, latch scan {} us over {} "
                "slots, {} latches released)",
                recs.size(), us_since(pause_start), log_us, scan_us, scan->slots, scan->released);
-  for (const RecoveryRecord& r : recs) {
-    if (r.pid == pid) return r;
-  }
-  return rec;
+  return Status::ok();
 }
 
 Result<std::vector<uint16_t>> RecoveryCoordinator::not_parked(uint64_t epoch, const std::vector<uint16_t>& except) {
@@ -338,11 +349,7 @@ Result<std::vector<uint16_t>> RecoveryCoordinator::not_parked(uint64_t epoch, co
 }
 
 Status RecoveryCoordinator::fail_over_memory_node(uint32_t node_id) {
-  if (registry_.cluster().protocol != "pandora") {
-    return Status(Errc::kUnsupported,
-                  fmt::format("memory-node fail-over is implemented for protocol pandora only (this cluster runs {})",
-                              registry_.cluster().protocol));
-  }
+  const bool ford = registry_.cluster().protocol == "ford";
   const std::optional<size_t> index = cluster_.index_of(node_id);
   if (!index) {
     return Status(Errc::kNotFound, fmt::format("memory node id {} is not in this cluster's configuration", node_id));
@@ -362,6 +369,9 @@ Status RecoveryCoordinator::fail_over_memory_node(uint32_t node_id) {
   if (!record) return record.status();
   const EndPause resume{registry_, logger_};
   const uint64_t record_us = us_since(pause_start);
+  // Compute nodes that failed in the pause or did not park. ford: fenced at
+  // once, recovered together once every other node has parked (its latch
+  // scan releases every latch: nobody may be running then).
   std::vector<uint16_t> recovered;
   const auto deadline = Clock::now() + options_.park_timeout;
   for (;;) {
@@ -383,11 +393,25 @@ Status RecoveryCoordinator::fail_over_memory_node(uint32_t node_id) {
       to_recover = missing;
     }
     for (uint16_t p : to_recover) {
-      auto r = recover(p, 0, nullptr);
-      if (!r) return r.status();
+      if (ford) {
+        if (Status s = fence_everywhere(p); !s) return s;
+      } else if (auto r = recover(p, 0, nullptr); !r) {
+        return r.status();
+      }
       recovered.push_back(p);
     }
     if (to_recover.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (ford && !recovered.empty()) {
+    RecoveryRecord like;
+    like.leader_replica = options_.replica_id;
+    std::vector<RecoveryRecord> recs;
+    for (uint16_t p : recovered) {
+      auto r = start_stopped_recovery(p, like);
+      if (!r) return r.status();
+      if (*r) recs.push_back(**r);
+    }
+    if (Status s = repair_stopped_world(recs, pause_start); !s) return s;
   }
   logger_.info("memory node {} ({}) failed over: configuration epoch {} (record {} us), pause {} us, {} compute "
                "node(s) recovered in it",
@@ -404,10 +428,12 @@ Status RecoveryCoordinator::resume(uint16_t self) {
     logger_.info("recovering pid {}, a former FD leader's data-plane identity", m.pid);
     if (auto r = recover(m.pid, 0); !r) return r.status();
   }
-  // A pause left behind by a dead leader in pandora mode is a memory
-  // node's fail-over cut short: run it again (every step is idempotent).
-  if (registry_.cluster().protocol == "pandora") {
-    auto paused = registry_.pause_in_progress();
+  // A pause left behind by a dead leader that names no failed pid is a
+  // memory node's fail-over cut short (ford's recoveries name theirs, and
+  // are finished from their records below): run it again (every step is
+  // idempotent).
+  {
+    auto paused = registry_.paused_for_memory();
     if (!paused) return paused.status();
     auto cr = registry_.refresh_cluster();
     if (!cr) return cr.status();

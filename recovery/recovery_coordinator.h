@@ -168,6 +168,14 @@ class RecoveryCoordinator {
   RecoveryCoordinatorOptions options_;
   Logger logger_;
   Result<RecoveryRecord> recover_stopped_world(uint16_t pid, RecoveryRecord rec);
+  // A ford recovery of `pid` (fenced) about to run in a stopped world: its
+  // record (`like`, with its lane slot) written as started; nullopt when the
+  // pid has no member record.
+  Result<std::optional<RecoveryRecord>> start_stopped_recovery(uint16_t pid, const RecoveryRecord& like);
+  // With every live compute node parked (or fenced): ford's log recovery of
+  // each of `recs`, truncation, the latch scan, publication (steps and
+  // timings filled in).
+  Status repair_stopped_world(std::vector<RecoveryRecord>& recs, std::chrono::steady_clock::time_point pause_start);
   // Steps 2..7. `record_exists`: the pid has a record (at started: a ford
   // or retirement record, or one a former leader wrote).
   Result<RecoveryRecord> recover_from_fence(uint16_t pid, RecoveryRecord rec, bool record_exists);

@@ -11,9 +11,12 @@
 
 namespace pandora::recovery_ops {
 
-// conns[i], or null when node i is down (or beyond the span).
-inline Connection* live(std::span<Connection* const> conns, size_t i) {
-  return i < conns.size() ? conns[i] : nullptr;
+// conns[i], or null when node i is down (no connection, or beyond the
+// span) or failed over (out of the configuration: whatever it held - log
+// lanes, undo records, latches - went with it; its connection may still be
+// open and only fail).
+inline Connection* live(const Cluster& cluster, std::span<Connection* const> conns, size_t i) {
+  return i < conns.size() && !cluster.failed_over(i) ? conns[i] : nullptr;
 }
 
 // Recovery batches may carry many ops: a generous multiple of the op timeout.

@@ -568,6 +568,20 @@ Result<ClusterRecord> Registry::fail_memory_node(const FailedMemoryNode& failed,
 
 Result<bool> Registry::pause_in_progress() { return zk_->exists(path("pause")); }
 
+Result<bool> Registry::paused_for_memory() {
+  auto node = zk_->get(path("pause"));
+  if (!node) {
+    if (node.status().code() == Errc::kNotFound) return false;
+    return node.status();
+  }
+  auto f = parse_fields(node->data, "pause record");
+  if (!f) return f.status();
+  for (const auto& [k, v] : *f) {
+    if (k == "failed") return v.empty();
+  }
+  return true;
+}
+
 Result<AllocRecord> Registry::alloc() {
   auto node = zk_->get(path("alloc"));
   if (!node) return node.status();

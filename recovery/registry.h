@@ -191,6 +191,9 @@ class Registry {
   Result<ClusterRecord> readdress_memory_nodes(const std::vector<MemoryNodeAddress>& live);
   // Whether a stop-the-world pause is in progress (<root>/pause exists).
   Result<bool> pause_in_progress();
+  // A pause is in progress and names no failed pid: a memory node's
+  // fail-over (ford's recoveries name the pids they recover).
+  Result<bool> paused_for_memory();
   zk::ZkClient& zk() { return *zk_; }
 
   // Allocates a pid and leases `lanes` lanes (first-fit in the cluster

@@ -8,7 +8,8 @@
 # round: kill -> detected (the leader's log), the ZooKeeper write (record +
 # pause), the pause, how long the benches stood parked, how many in-flight
 # transactions were decided by the live replicas, the benches' exit codes,
-# and the money total afterwards (must equal the loaded one).
+# the money total afterwards (must equal the loaded one) and a storage
+# audit (pandora-ctl verify: replicas agree, no latch left).
 #
 #   bash deploy/failover/memory_failover.sh [--rounds 3] [--out DIR]
 #
@@ -36,6 +37,7 @@ Options:
   --seconds S         each bench's run                                 [12]
   --kill-after S      seconds after both benches commit                [3]
   --coordinators N    coordinators of each bench (1 thread)            [8]
+  --protocol P        pandora, ford or log-a-latch                     [pandora]
   -h, --help          this help
 
 Needs a Release build: bash deploy/setup.sh release
@@ -53,6 +55,7 @@ accounts=100000
 seconds=12
 kill_after=3
 coordinators=8
+protocol=pandora
 need_value() { [[ $# -ge 2 && -n "$2" ]] || die "option $1 needs a value"; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -65,6 +68,7 @@ while [[ $# -gt 0 ]]; do
     --seconds) need_value "$@"; seconds="$2"; shift 2 ;;
     --kill-after) need_value "$@"; kill_after="$2"; shift 2 ;;
     --coordinators) need_value "$@"; coordinators="$2"; shift 2 ;;
+    --protocol) need_value "$@"; protocol="$2"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; die "unknown option '$1'" ;;
   esac
@@ -72,6 +76,7 @@ done
 for n in rounds fd_timeout_us memory_timeout_us accounts seconds kill_after coordinators; do
   [[ "${!n}" =~ ^[1-9][0-9]*$ ]] || die "--${n//_/-} must be a positive integer, got '${!n}'"
 done
+case "$protocol" in pandora|ford|log-a-latch) ;; *) die "--protocol must be pandora, ford or log-a-latch, got '$protocol'" ;; esac
 [[ $kill_after -lt $seconds ]] || die "--kill-after ($kill_after) must be below --seconds ($seconds)"
 build="$(cd -- "$build" 2>/dev/null && pwd -P)" || die "no build directory $build (bash deploy/setup.sh release)"
 bench="$build/workloads/bench/pandora-bench"
@@ -122,12 +127,12 @@ for ((r = 1; r <= rounds; r++)); do
   mkdir -p "$rd"
   state="$(mktemp -d "${TMPDIR:-/tmp}/pandora-memfail.XXXXXX")"
   region_dir="/dev/shm/pandora-$user/memfail-$$"
-  echo "==> round $r: 3 memory daemons, ZooKeeper, SmallBank ($accounts accounts), 3 pandora-fd replicas"
+  echo "==> round $r: 3 memory daemons, ZooKeeper, SmallBank ($accounts accounts, $protocol), 3 pandora-fd replicas"
   bash "$root/deploy/local/cluster.sh" start --nodes 3 --dir "$state" --region-dir "$region_dir" "${cl_bins[@]}" \
-    --size 64M --log-size 16M --zookeeper >"$rd/cluster_start.log" 2>&1 ||
+    --size 64M --log-size 16M --zookeeper --protocol "$protocol" >"$rd/cluster_start.log" 2>&1 ||
     { cat "$rd/cluster_start.log" >&2; die "the cluster did not start"; }
   common=(--zookeeper "$(cat "$state/zk_connect")" --cluster-id "$(cat "$state/cluster_id")"
-          --secret-file "$state/secret" --workload smallbank --accounts "$accounts" --mix transfers --log-level warn)
+          --secret-file "$state/secret" --workload smallbank --accounts "$accounts" --mix transfers --protocol "$protocol" --log-level warn)
   "$bench" "${common[@]}" --load --seconds 0 >"$rd/load.log" 2>&1 || { tail -n 20 "$rd/load.log" >&2; die "loading failed"; }
   loaded="$(money_in_log "$rd/load.log")"
   [[ -n "$loaded" ]] || die "the load printed no money total (log: $rd/load.log)"
@@ -150,9 +155,13 @@ for ((r = 1; r <= rounds; r++)); do
   bench_pids=()
   cat "$state"/fd*.log >"$rd/fd.log"
   after="$(audit_money "$rd/audit.log" "$bench" "${common[@]}")"
-  python3 - "$rd" "$kill_ns" "$loaded" "$after" "$rc_a" "$rc_b" "$r" >>"$out/rounds.csv" <<'PY' || failures=$((failures + 1))
+  # The storage below the transactions: replicas agree, no latch left.
+  verify_rc=0
+  "$build/deploy/pandora-ctl" verify --zookeeper "$(cat "$state/zk_connect")" --cluster-id "$(cat "$state/cluster_id")" \
+    --secret-file "$state/secret" >"$rd/verify.log" 2>&1 </dev/null || verify_rc=$?
+  python3 - "$rd" "$kill_ns" "$loaded" "$after" "$rc_a" "$rc_b" "$r" "$verify_rc" >>"$out/rounds.csv" <<'PY' || failures=$((failures + 1))
 import datetime, re, sys
-rd, kill_ns, loaded, after, rc_a, rc_b, rnd = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], *map(int, sys.argv[5:8])
+rd, kill_ns, loaded, after, rc_a, rc_b, rnd, verify_rc = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], *map(int, sys.argv[5:9])
 fd = open(f"{rd}/fd.log").read()
 def ts(line):
     t = datetime.datetime.strptime(line.split()[0], "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc)
@@ -171,6 +180,8 @@ for n in "ab":
     decided.append(int(m.group(1)) if m else 0)
 if rc_a or rc_b:
     problems.append(f"bench exit codes {rc_a}, {rc_b}")
+if verify_rc:
+    problems.append(f"pandora-ctl verify exited {verify_rc} (see verify.log)")
 if loaded != after:
     problems.append(f"money {loaded} loaded, {after} after")
 detected = ts(det[0]) if det else 0

@@ -375,6 +375,31 @@ TEST_F(RegistryZkTest, FailingAMemoryNodeBumpsTheEpochOnce) {
   EXPECT_EQ(now->memory_nodes.size(), 2u) << "the configured list stays; failed_memory says who is out";
 }
 
+// A pause a dead leader left behind is told apart by what it names: a
+// memory node's fail-over names no pid (resume() runs it again), ford's
+// recovery names the pids it recovers (finished from their records).
+TEST_F(RegistryZkTest, APauseForAMemoryNodeNamesNoPid) {
+  const ClusterRecord c = one_node_cluster(0x6464);
+  ASSERT_TRUE(Registry::init(zk_options(), root("pausekind"), c, log_));
+  auto reg = Registry::open(zk_options(), root("pausekind"), 0x6464, log_);
+  ASSERT_TRUE(reg) << reg.status().to_string();
+  auto none = (*reg)->paused_for_memory();
+  ASSERT_TRUE(none) << none.status().to_string();
+  EXPECT_FALSE(*none);
+  ASSERT_TRUE((*reg)->begin_pause(21, {7, 9}));
+  auto ford = (*reg)->paused_for_memory();
+  ASSERT_TRUE(ford);
+  EXPECT_FALSE(*ford) << "ford's recovery pause names its pids";
+  ASSERT_TRUE((*reg)->begin_pause(22, {}));
+  auto memory = (*reg)->paused_for_memory();
+  ASSERT_TRUE(memory);
+  EXPECT_TRUE(*memory);
+  ASSERT_TRUE((*reg)->end_pause());
+  auto ended = (*reg)->paused_for_memory();
+  ASSERT_TRUE(ended);
+  EXPECT_FALSE(*ended);
+}
+
 // The record written back by set-memory-nodes: versioned, refused (and
 // unchanged) when the daemons are not the cluster's live nodes.
 TEST_F(RegistryZkTest, ReaddressingRewritesTheRecordOnlyForTheLiveNodes) {
