@@ -50,6 +50,10 @@ enum class CrashPoint : uint16_t {
   kAfterTruncate,
   kBeforeSweep,
   kAfterSweep,
+  // A memory node's fail-over (recovery coordinator): the record and the
+  // pause are written, no acknowledgement awaited yet. Never reached by the
+  // litmus driver (it fails no memory node).
+  kMemoryFailoverPaused,
   kCount
 };
 

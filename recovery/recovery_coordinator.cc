@@ -367,6 +367,7 @@ Status RecoveryCoordinator::fail_over_memory_node(uint32_t node_id) {
   const uint64_t epoch = new_pause_epoch();
   auto record = registry_.fail_memory_node(FailedMemoryNode{node_id, cluster_.node(*index).endpoint}, epoch);
   if (!record) return record.status();
+  if (crash_) crash_->hit(CrashPoint::kMemoryFailoverPaused);
   const EndPause resume{registry_, logger_};
   const uint64_t record_us = us_since(pause_start);
   // Compute nodes that failed in the pause or did not park. ford: fenced at

@@ -32,6 +32,8 @@ bool applicable(CrashPoint p, ProtocolMode mode, bool recovery) {
       return mode == ProtocolMode::kFord;
     case CrashPoint::kAfterLogWrite:
       return mode != ProtocolMode::kFord;  // ford has no logging phase
+    case CrashPoint::kMemoryFailoverPaused:
+      return false;  // no memory node fails in a litmus run
     default:
       return !is_recovery_point(p) || recovery;
   }

@@ -1377,6 +1377,78 @@ TEST_F(FailoverTest, RecoveryDoesNotWaitForMemberRefreshes) {
   ASSERT_NO_FATAL_FAILURE(expect_memory_consistent("after the recovery"));
 }
 
+// 9. The detector's leader dies inside a memory node's fail-over, right
+// after it wrote the record and began the pause (before any acknowledgement
+// was awaited). The compute processes park and stay parked; the next leader
+// (once the dead one's session expires) finds the pause naming no pid,
+// runs the fail-over again (its record untouched: the epoch moves once),
+// and ends the pause; everybody commits again and the dead leader's own
+// data-plane pid is recovered.
+TEST_F(FailoverTest, ALeaderDyingInAMemoryFailOverIsFinishedByTheNext) {
+  memd_heartbeats_ = true;
+  ASSERT_NO_FATAL_FAILURE(start_cluster());
+  const std::vector<std::string> memory_timeout{"--memory-timeout-us", std::to_string(kFdTimeoutUs)};
+  // Replica 1 alone first, so that it leads; armed to die in the pause.
+  std::vector<std::string> armed_args{"--timeout-us", std::to_string(kFdTimeoutUs), "--tick-us", kFdTickUs,
+                                      "--zk-session-ms", kFdSessionMs, "--crash-at", "memory-failover-paused"};
+  armed_args.insert(armed_args.end(), memory_timeout.begin(), memory_timeout.end());
+  auto armed = cluster_->start_fd(1, armed_args);
+  ASSERT_TRUE(armed) << armed.status().to_string();
+  fds_[1] = *armed;
+  std::optional<uint16_t> armed_pid;
+  ASSERT_TRUE(wait_until(60s, [&] {
+    armed_pid = fd_member_of((*armed)->pid());
+    return armed_pid.has_value() || !(*armed)->running();
+  })) << "replica 1 did not become leader\n" << (*armed)->tail();
+  ASSERT_TRUE(armed_pid) << (*armed)->tail();
+  for (uint32_t id = 2; id <= 3; ++id) {
+    std::vector<std::string> args{"--timeout-us", std::to_string(kFdTimeoutUs), "--tick-us", kFdTickUs,
+                                  "--zk-session-ms", kFdSessionMs};
+    args.insert(args.end(), memory_timeout.begin(), memory_timeout.end());
+    auto c = cluster_->start_fd(id, args);
+    ASSERT_TRUE(c) << c.status().to_string();
+    fds_[id] = *c;
+  }
+  ASSERT_NO_FATAL_FAILURE(wait_replicas(3));
+  Compute a, b;
+  ASSERT_NO_FATAL_FAILURE(start_compute("a", 40, &a));
+  ASSERT_NO_FATAL_FAILURE(start_compute("b", 40, &b));
+  ASSERT_NO_FATAL_FAILURE(expect_commits_grow({&a, &b}, "before the memory node died"));
+
+  ASSERT_NO_FATAL_FAILURE(cluster_->memds().node(1).kill9());
+  auto rc = (*armed)->wait(60s);
+  ASSERT_TRUE(rc) << "the leader did not die in the fail-over's pause\n" << (*armed)->tail();
+  EXPECT_EQ(*rc, 128 + SIGKILL) << (*armed)->tail();
+  // Where it died: the node listed (epoch 2) and the pause begun.
+  auto at_death = zk_read([](Registry& reg) { return reg.read_cluster(); });
+  ASSERT_TRUE(at_death);
+  ASSERT_EQ(at_death->failed_memory.size(), 1u);
+  EXPECT_EQ(at_death->epoch, 2u);
+
+  // The successor finishes it: the pause ends, the epoch stays.
+  ASSERT_TRUE(wait_until(90s, [&] {
+    auto paused = zk_read([](Registry& reg) { return reg.pause_in_progress(); });
+    return paused && !*paused;
+  }, 50ms)) << "the pause was never ended\n" << fds_[2]->tail() << fds_[3]->tail();
+  auto after = zk_read([](Registry& reg) { return reg.read_cluster(); });
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->epoch, 2u) << "a re-run must not list the node again";
+  EXPECT_EQ(after->failed_memory.size(), 1u);
+  const std::string successors = fds_[2]->output() + fds_[3]->output();
+  EXPECT_NE(successors.find("finishing memory node"), std::string::npos) << fds_[2]->tail() << fds_[3]->tail();
+  ASSERT_NO_FATAL_FAILURE(wait_recovered(*armed_pid, 60s, "the dead leader's own pid"));
+  ASSERT_NO_FATAL_FAILURE(expect_commits_grow({&a, &b}, "after the next leader finished the fail-over"));
+  for (Compute* c : {&a, &b}) {
+    auto done = c->proc->wait(120s);
+    ASSERT_TRUE(done) << c->name << " did not end\n" << c->proc->tail();
+    EXPECT_EQ(*done, 0) << c->name << "\n" << c->proc->tail();
+  }
+  ASSERT_NO_FATAL_FAILURE(expect_registry_clean({a.pid, b.pid}));
+  MemoryImage img;
+  ASSERT_NO_FATAL_FAILURE(expect_memory_consistent("after a leader died in the fail-over", &img));
+  EXPECT_TRUE(img.latches.empty()) << "a latch was left behind";
+}
+
 }  // namespace
 }  // namespace pandora::testing
 
