@@ -315,14 +315,18 @@ class FailoverTest : public ::testing::Test {
     }
   }
 
-  // Starts FD replicas 1..3 (with `extra` flags) and waits until all three
-  // are announced.
-  void start_fds(uint64_t timeout_us, const std::vector<std::string>& extra = {}) {
-    for (uint32_t id = 1; id <= 3; ++id) {
-      std::vector<std::string> args{"--timeout-us", std::to_string(timeout_us), "--tick-us", kFdTickUs,
-                                    "--zk-session-ms", kFdSessionMs};
-      args.insert(args.end(), extra.begin(), extra.end());
-      auto c = cluster_->start_fd(id, args);
+  // The flags every FD replica of these tests gets, then `extra`.
+  static std::vector<std::string> fd_args(uint64_t timeout_us, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args{"--timeout-us", std::to_string(timeout_us), "--tick-us", kFdTickUs,
+                                  "--zk-session-ms", kFdSessionMs};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+  // Starts FD replicas `first`..3 (with `extra` flags) and waits until all
+  // three are announced.
+  void start_fds(uint64_t timeout_us, const std::vector<std::string>& extra = {}, uint32_t first = 1) {
+    for (uint32_t id = first; id <= 3; ++id) {
+      auto c = cluster_->start_fd(id, fd_args(timeout_us, extra));
       ASSERT_TRUE(c) << c.status().to_string();
       fds_[id] = *c;
     }
@@ -1389,10 +1393,9 @@ TEST_F(FailoverTest, ALeaderDyingInAMemoryFailOverIsFinishedByTheNext) {
   ASSERT_NO_FATAL_FAILURE(start_cluster());
   const std::vector<std::string> memory_timeout{"--memory-timeout-us", std::to_string(kFdTimeoutUs)};
   // Replica 1 alone first, so that it leads; armed to die in the pause.
-  std::vector<std::string> armed_args{"--timeout-us", std::to_string(kFdTimeoutUs), "--tick-us", kFdTickUs,
-                                      "--zk-session-ms", kFdSessionMs, "--crash-at", "memory-failover-paused"};
-  armed_args.insert(armed_args.end(), memory_timeout.begin(), memory_timeout.end());
-  auto armed = cluster_->start_fd(1, armed_args);
+  std::vector<std::string> armed_extra = memory_timeout;
+  armed_extra.insert(armed_extra.end(), {"--crash-at", "memory-failover-paused"});
+  auto armed = cluster_->start_fd(1, fd_args(kFdTimeoutUs, armed_extra));
   ASSERT_TRUE(armed) << armed.status().to_string();
   fds_[1] = *armed;
   std::optional<uint16_t> armed_pid;
@@ -1401,15 +1404,7 @@ TEST_F(FailoverTest, ALeaderDyingInAMemoryFailOverIsFinishedByTheNext) {
     return armed_pid.has_value() || !(*armed)->running();
   })) << "replica 1 did not become leader\n" << (*armed)->tail();
   ASSERT_TRUE(armed_pid) << (*armed)->tail();
-  for (uint32_t id = 2; id <= 3; ++id) {
-    std::vector<std::string> args{"--timeout-us", std::to_string(kFdTimeoutUs), "--tick-us", kFdTickUs,
-                                  "--zk-session-ms", kFdSessionMs};
-    args.insert(args.end(), memory_timeout.begin(), memory_timeout.end());
-    auto c = cluster_->start_fd(id, args);
-    ASSERT_TRUE(c) << c.status().to_string();
-    fds_[id] = *c;
-  }
-  ASSERT_NO_FATAL_FAILURE(wait_replicas(3));
+  ASSERT_NO_FATAL_FAILURE(start_fds(kFdTimeoutUs, memory_timeout, 2));
   Compute a, b;
   ASSERT_NO_FATAL_FAILURE(start_compute("a", 40, &a));
   ASSERT_NO_FATAL_FAILURE(start_compute("b", 40, &b));
