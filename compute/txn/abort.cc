@@ -41,7 +41,8 @@ AbortReason abort_transaction(TxnContext& ctx, AbortReason r) {
   ctx.ops.wait_all();  // every CAS outcome must be known before deciding what is ours
   // Operations lost with a failed-over memory node (a WRITE posted before
   // the application chose to abort, say): what they held went with it.
-  absorb_memory_failures(ctx);
+  // (A transport failure went through fail_over() already.)
+  if (r != AbortReason::kTransport) absorb_memory_failures(ctx);
   if (ctx.protocol->keep_latches_on_abort(ctx, r)) {
     // Releasing the latches would let others move these objects, and
     // recovery would later undo their writes from the record.

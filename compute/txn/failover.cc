@@ -39,8 +39,13 @@ bool await_memory_declaration(TxnContext& ctx, uint64_t nodes) {
 uint64_t absorb_memory_failures(TxnContext& ctx) {
   ctx.ops.wait_all();
   const uint64_t lost = ctx.ops.lost_node_mask();
-  if (lost == 0 || ctx.ops.other_failure()) return 0;
-  if (!await_memory_declaration(ctx, lost)) return 0;
+  if (lost == 0 || ctx.ops.other_failure() || ctx.declaration_waited_out) return 0;
+  // Waited for at most once per transaction: a partitioned compute node
+  // (every operation lost) must not wait again at each step of its abort.
+  if (!await_memory_declaration(ctx, lost)) {
+    ctx.declaration_waited_out = true;
+    return 0;
+  }
   // Every failure was on a node that is gone for good, and so are the
   // latches it held there, and (ford) the undo records it wrote there.
   const uint64_t failed = ctx.cluster.declared_failed_mask();

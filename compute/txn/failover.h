@@ -54,6 +54,7 @@ FailoverOutcome fail_over(TxnContext& ctx);
 // failed (waiting for that as await_memory_declaration), forgets the
 // latches and (ford) undo records held there and clears the failures.
 // Returns those nodes (bit = node index), 0 when not so (nothing changed).
+// The wait runs at most once per transaction.
 uint64_t absorb_memory_failures(TxnContext& ctx);
 
 }  // namespace pandora::txn
