@@ -112,6 +112,11 @@ class Cluster {
     return (declared_failed_.load(std::memory_order_acquire) >> index) & 1;
   }
   uint64_t declared_failed_mask() const { return declared_failed_.load(std::memory_order_acquire); }
+  // Nodes a coordinator waited for (ComputeConfig::memory_failover_wait)
+  // and that were not declared failed: a broken link, not a fail-over. No
+  // coordinator of this process waits for them again.
+  uint64_t waited_out_mask() const { return waited_out_.load(std::memory_order_acquire); }
+  void note_waited_out(uint64_t nodes) { waited_out_.fetch_or(nodes, std::memory_order_acq_rel); }
   Status apply_memory_failures();
   // The nodes excluded from placement by the last apply, and how many
   // applies changed it (a coordinator re-reads its log nodes when it moves).
@@ -158,6 +163,7 @@ class Cluster {
   std::vector<uint16_t> live_replicas_;   // the live ones first, same stride
   std::vector<uint32_t> live_counts_;     // per shard
   std::atomic<uint64_t> declared_failed_{0};
+  std::atomic<uint64_t> waited_out_{0};
   std::atomic<uint64_t> applied_failed_{0};
   std::atomic<uint64_t> config_version_{0};
   std::vector<std::unique_ptr<Connection>> bootstrap_;

@@ -40,7 +40,6 @@ void TxnEngine::begin() {
   active_ = true;
   ctx_.logged = false;
   ctx_.commit_started = false;
-  ctx_.declaration_waited_out = false;
   ctx_.has_reads = ctx_.has_writes = false;
   ctx_.intents = 0;
   ctx_.intent_bufs.clear();

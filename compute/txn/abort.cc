@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "compute/txn/commit.h"
-#include "compute/txn/failover.h"
 #include "compute/txn/latching.h"
 #include "compute/txn/protocol.h"
 #include "compute/txn/report.h"
@@ -39,10 +38,6 @@ bool refresh_all_latches(TxnContext& ctx) {
 AbortReason abort_transaction(TxnContext& ctx, AbortReason r) {
   if (ctx.state != AbortReason::kNone) return ctx.state;  // already ended
   ctx.ops.wait_all();  // every CAS outcome must be known before deciding what is ours
-  // Operations lost with a failed-over memory node (a WRITE posted before
-  // the application chose to abort, say): what they held went with it.
-  // (A transport failure went through fail_over() already.)
-  if (r != AbortReason::kTransport) absorb_memory_failures(ctx);
   if (ctx.protocol->keep_latches_on_abort(ctx, r)) {
     // Releasing the latches would let others move these objects, and
     // recovery would later undo their writes from the record.

@@ -147,7 +147,6 @@ struct TxnContext {
   bool has_writes = false;           // set at commit()
   bool logged = false;               // a record of this transaction may be on a log node
   bool commit_started = false;       // its commit WRITEs were posted (or are being)
-  bool declaration_waited_out = false;  // a wait for a memory node's declaration ran out (once is enough)
   AbortReason state = AbortReason::kNone;
   Status detail;
   uint64_t lane_seq = 0;

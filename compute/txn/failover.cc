@@ -27,10 +27,15 @@ bool await_memory_declaration(TxnContext& ctx, uint64_t nodes) {
   const auto wait = ctx.cluster.config().memory_failover_wait;
   if (nodes == 0) return true;
   if (wait.count() <= 0) return false;
+  // Another coordinator waited for one of them in vain already.
+  if ((nodes & ~ctx.cluster.declared_failed_mask() & ctx.cluster.waited_out_mask()) != 0) return false;
   const TimeSource& time = ctx.cluster.time();
   const uint64_t deadline = time.realtime_ns() + static_cast<uint64_t>(wait.count()) * 1'000'000;
   while ((nodes & ~ctx.cluster.declared_failed_mask()) != 0) {
-    if (time.realtime_ns() >= deadline) return false;
+    if (time.realtime_ns() >= deadline) {
+      ctx.cluster.note_waited_out(nodes & ~ctx.cluster.declared_failed_mask());
+      return false;
+    }
     ctx.ops.yield();
   }
   return true;
@@ -39,13 +44,8 @@ bool await_memory_declaration(TxnContext& ctx, uint64_t nodes) {
 uint64_t absorb_memory_failures(TxnContext& ctx) {
   ctx.ops.wait_all();
   const uint64_t lost = ctx.ops.lost_node_mask();
-  if (lost == 0 || ctx.ops.other_failure() || ctx.declaration_waited_out) return 0;
-  // Waited for at most once per transaction: a partitioned compute node
-  // (every operation lost) must not wait again at each step of its abort.
-  if (!await_memory_declaration(ctx, lost)) {
-    ctx.declaration_waited_out = true;
-    return 0;
-  }
+  if (lost == 0 || ctx.ops.other_failure()) return 0;
+  if (!await_memory_declaration(ctx, lost)) return 0;
   // Every failure was on a node that is gone for good, and so are the
   // latches it held there, and (ford) the undo records it wrote there.
   const uint64_t failed = ctx.cluster.declared_failed_mask();

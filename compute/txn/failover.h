@@ -42,19 +42,22 @@ enum class FailoverOutcome : uint8_t {
 
 // Waits, yielding to the worker's other coordinators, until every node of
 // `nodes` (bit = node index) is declared failed; false when the wait
-// (ComputeConfig::memory_failover_wait) ends first.
+// (ComputeConfig::memory_failover_wait) ends first, and at once for a node
+// some coordinator of this process waited for in vain already
+// (Cluster::waited_out_mask): a partitioned compute node stops after one
+// wait, not one per step of each coordinator.
 bool await_memory_declaration(TxnContext& ctx, uint64_t nodes);
 
 // After a transport failure in the current transaction.
 FailoverOutcome fail_over(TxnContext& ctx);
 
-// The part of fail_over() that any ending of the transaction needs (an
-// abort the application asked for may find a failed operation too): when
+// The part of fail_over() that other endings of a transaction may need
+// (ford's abort, when zeroing its undo records meets a WRITE lost with a
+// node that died meanwhile): when
 // every failed operation failed as a lost node does, on nodes declared
 // failed (waiting for that as await_memory_declaration), forgets the
 // latches and (ford) undo records held there and clears the failures.
 // Returns those nodes (bit = node index), 0 when not so (nothing changed).
-// The wait runs at most once per transaction.
 uint64_t absorb_memory_failures(TxnContext& ctx);
 
 }  // namespace pandora::txn
