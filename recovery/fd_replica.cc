@@ -139,13 +139,12 @@ class Replica {
     } else if (*stale > 0) {
       log_.info("removed {} election node(s) of a dead replica {}", *stale, o_.replica_id);
     }
-    auto mine = registry_->zk().create(registry_->path("fd/election/n_"), fmt::format("replica={}\n", o_.replica_id),
-                                       zk::CreateMode::kEphemeralSequential);
+    auto mine = registry_->stand_for_election(o_.replica_id);
     if (!mine) {
       log_.error("joining the leader election: {}", mine.status().to_string());
       return 5;
     }
-    election_node_ = mine->substr(mine->rfind('/') + 1);
+    election_node_ = *mine;
     log_.info("replica {} listening for heartbeats on udp {}", o_.replica_id, udp.to_string());
     housekeeper_ = std::thread([this] { housekeep(); });
 

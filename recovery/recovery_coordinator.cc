@@ -268,26 +268,25 @@ Result<RecoveryRecord> RecoveryCoordinator::recover_stopped_world(uint16_t pid, 
   }
 
   std::vector<RecoveryRecord> recs{rec};
-  for (uint16_t p : batch) {
-    if (p == pid) continue;
-    auto r = start_stopped_recovery(p, rec);
-    if (!r) return r.status();
-    if (*r) recs.push_back(**r);
-  }
+  if (Status s = start_stopped_recoveries(batch, rec, &recs); !s) return s;
   if (Status s = repair_stopped_world(recs, pause_start); !s) return s;
   return recs.front();
 }
 
-Result<std::optional<RecoveryRecord>> RecoveryCoordinator::start_stopped_recovery(uint16_t pid,
-                                                                                  const RecoveryRecord& like) {
-  auto m = registry_.member(pid);
-  if (!m) return m.status();
-  if (!*m) return std::optional<RecoveryRecord>();
-  RecoveryRecord r = like;
-  r.pid = pid;
-  r.slot = (*m)->slot;
-  if (Status s = registry_.start_recovery(r); !s) return s;
-  return std::optional<RecoveryRecord>(r);
+Status RecoveryCoordinator::start_stopped_recoveries(const std::vector<uint16_t>& pids, const RecoveryRecord& like,
+                                                     std::vector<RecoveryRecord>* recs) {
+  for (uint16_t pid : pids) {
+    if (std::any_of(recs->begin(), recs->end(), [&](const RecoveryRecord& r) { return r.pid == pid; })) continue;
+    auto m = registry_.member(pid);
+    if (!m) return m.status();
+    if (!*m) continue;
+    RecoveryRecord r = like;
+    r.pid = pid;
+    r.slot = (*m)->slot;
+    if (Status s = registry_.start_recovery(r); !s) return s;
+    recs->push_back(r);
+  }
+  return Status::ok();
 }
 
 Status RecoveryCoordinator::repair_stopped_world(std::vector<RecoveryRecord>& recs,
@@ -407,11 +406,7 @@ Status RecoveryCoordinator::fail_over_memory_node(uint32_t node_id) {
     RecoveryRecord like;
     like.leader_replica = options_.replica_id;
     std::vector<RecoveryRecord> recs;
-    for (uint16_t p : recovered) {
-      auto r = start_stopped_recovery(p, like);
-      if (!r) return r.status();
-      if (*r) recs.push_back(**r);
-    }
+    if (Status s = start_stopped_recoveries(recovered, like, &recs); !s) return s;
     if (Status s = repair_stopped_world(recs, pause_start); !s) return s;
   }
   logger_.info("memory node {} ({}) failed over: configuration epoch {} (record {} us), pause {} us, {} compute "

@@ -168,10 +168,11 @@ class RecoveryCoordinator {
   RecoveryCoordinatorOptions options_;
   Logger logger_;
   Result<RecoveryRecord> recover_stopped_world(uint16_t pid, RecoveryRecord rec);
-  // A ford recovery of `pid` (fenced) about to run in a stopped world: its
-  // record (`like`, with its lane slot) written as started; nullopt when the
-  // pid has no member record.
-  Result<std::optional<RecoveryRecord>> start_stopped_recovery(uint16_t pid, const RecoveryRecord& like);
+  // ford recoveries of `pids` (fenced) about to run in a stopped world: for
+  // each pid not in `recs` yet and still registered, its record (`like`,
+  // with the pid's lane slot) written as started and appended to `recs`.
+  Status start_stopped_recoveries(const std::vector<uint16_t>& pids, const RecoveryRecord& like,
+                                  std::vector<RecoveryRecord>* recs);
   // With every live compute node parked (or fenced): ford's log recovery of
   // each of `recs`, truncation, the latch scan, publication (steps and
   // timings filled in).

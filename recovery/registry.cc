@@ -223,8 +223,7 @@ Result<ClusterRecord> readdressed(const ClusterRecord& old, const std::vector<Me
   for (size_t i = 0; i < old.memory_node_ids.size(); ++i) {
     if (!failed_at(old.memory_nodes[i])) expected.push_back(old.memory_node_ids[i]);
   }
-  const size_t live_count = old.memory_nodes.size() - std::count_if(old.memory_nodes.begin(), old.memory_nodes.end(),
-                                                                    [&](const Endpoint& e) { return failed_at(e); });
+  const size_t live_count = live_memory_nodes(old).size();
   for (size_t i = 0; i < live.size(); ++i) {
     const MemoryNodeAddress& a = live[i];
     if (failed_id(a.node_id)) {
@@ -967,10 +966,21 @@ Status Registry::announce_replica(uint32_t replica_id, const Endpoint& udp, std:
   }
 }
 
+namespace {
+// What an FD replica's election node holds.
+std::string candidacy(uint32_t replica_id) { return fmt::format("replica={}\n", replica_id); }
+}  // namespace
+
+Result<std::string> Registry::stand_for_election(uint32_t replica_id) {
+  auto created = zk_->create(path("fd/election/n_"), candidacy(replica_id), CreateMode::kEphemeralSequential);
+  if (!created) return created.status();
+  return created->substr(created->rfind('/') + 1);
+}
+
 Result<int> Registry::withdraw_stale_candidacies(uint32_t replica_id) {
   auto names = zk_->children(path("fd/election"));
   if (!names) return names.status();
-  const std::string mine = fmt::format("replica={}\n", replica_id);
+  const std::string mine = candidacy(replica_id);
   int removed = 0;
   for (const std::string& n : *names) {
     const std::string p = path("fd/election/" + n);

@@ -277,6 +277,9 @@ class Registry {
   // announcement proves no other replica of that id is alive. Returns how
   // many it removed.
   Result<int> withdraw_stale_candidacies(uint32_t replica_id);
+  // Joins the leader election as `replica_id` (an ephemeral sequential
+  // node under fd/election); returns the node's name.
+  Result<std::string> stand_for_election(uint32_t replica_id);
 
   std::string path(std::string_view rel) const { return root_ + "/" + std::string(rel); }
 

@@ -53,10 +53,10 @@ FailoverOutcome fail_over(TxnContext& ctx);
 
 // The part of fail_over() that other endings of a transaction may need
 // (ford's abort, when zeroing its undo records meets a WRITE lost with a
-// node that died meanwhile): when
-// every failed operation failed as a lost node does, on nodes declared
-// failed (waiting for that as await_memory_declaration), forgets the
-// latches and (ford) undo records held there and clears the failures.
+// node that died meanwhile): when every failed operation failed as a lost
+// node does, on nodes declared failed (waiting for that as
+// await_memory_declaration), forgets the latches and (ford) undo records
+// held there and clears the failures.
 // Returns those nodes (bit = node index), 0 when not so (nothing changed).
 uint64_t absorb_memory_failures(TxnContext& ctx);
 

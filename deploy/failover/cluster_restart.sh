@@ -42,9 +42,7 @@ Options:
   --accounts N        SmallBank accounts                               [100000]
   --kill-after S      seconds after both benches commit                [2]
   --coordinators N    coordinators of each bench (1 thread)            [8]
-  --protocol P        pandora, ford or log-a-latch (memory-node fail-over is
-                      pandora's only: with another, pass
-                      --memory-failure-round 0)                         [pandora]
+  --protocol P        pandora, ford or log-a-latch                     [pandora]
   -h, --help          this help
 
 Needs a Release build: bash deploy/setup.sh release
@@ -85,8 +83,6 @@ for n in rounds fd_timeout_us memory_timeout_us accounts kill_after coordinators
 done
 [[ "$memory_failure_round" =~ ^[0-9]+$ ]] || die "--memory-failure-round must be 0 or a round, got '$memory_failure_round'"
 case "$protocol" in pandora|ford|log-a-latch) ;; *) die "--protocol must be pandora, ford or log-a-latch, got '$protocol'" ;; esac
-[[ "$protocol" == pandora || "$memory_failure_round" -eq 0 ]] ||
-  die "memory-node fail-over is implemented for pandora only: with --protocol $protocol pass --memory-failure-round 0"
 build="$(cd -- "$build" 2>/dev/null && pwd -P)" || die "no build directory $build (bash deploy/setup.sh release)"
 bench="$build/workloads/bench/pandora-bench"
 ctl="$build/deploy/pandora-ctl"
