@@ -220,6 +220,77 @@ std::vector<size_t> Cluster::log_node_indexes(uint16_t pid) const {
   return out;
 }
 
+Result<std::unique_ptr<Connection>> Cluster::connect_replacement(size_t index, const Endpoint& endpoint,
+                                                                 wire::RegionInfo* region) const {
+  if (index >= nodes_.size()) return Status(Errc::kInvalidArgument, fmt::format("no memory node index {}", index));
+  const MemoryNodeInfo& n = nodes_[index];
+  if (!failed_over(index)) {
+    return Status(Errc::kInvalidArgument, fmt::format("memory node {} is live at {}, not failed over",
+                                                      n.region.node_id, n.endpoint.to_string()));
+  }
+  auto ctl = ControlClient::connect(endpoint, config_.identity(), config_.connect_timeout);
+  if (!ctl) {
+    return Status(ctl.status().code(), fmt::format("replacement memory node {} at {}: {}", n.region.node_id,
+                                                   endpoint.to_string(), ctl.status().message()));
+  }
+  const wire::RegionInfo& r = (*ctl)->region();
+  // n.region describes the failed node by a live node's layout (connect()).
+  if (r.node_id != n.region.node_id || r.cluster_id != config_.cluster_id || r.table_offset != table_begin_ ||
+      r.log_offset != n.region.log_offset || r.region_size != n.region.region_size) {
+    return Status(Errc::kMismatch,
+                  fmt::format("the daemon at {} serves node {} of cluster {:#x} (region {} bytes, log at {:#x}); "
+                              "node {} of cluster {:#x} needs a region of {} bytes with its log at {:#x}",
+                              endpoint.to_string(), r.node_id, r.cluster_id, r.region_size, r.log_offset,
+                              n.region.node_id, config_.cluster_id, n.region.region_size, n.region.log_offset));
+  }
+  if (region) *region = r;
+  auto conn = ::pandora::open_connection(endpoint, config_.identity(), config_.connect_options());
+  if (!conn) {
+    return Status(conn.status().code(), fmt::format("data connection to replacement memory node {} at {}: {}",
+                                                    n.region.node_id, endpoint.to_string(), conn.status().message()));
+  }
+  return conn;
+}
+
+Status Cluster::restore_memory_node(size_t index, const Endpoint& endpoint) {
+  if (index < nodes_.size() && !failed_over(index) && nodes_[index].endpoint == endpoint) return Status::ok();
+  wire::RegionInfo region;
+  auto conn = connect_replacement(index, endpoint, &region);
+  if (!conn) return conn.status();
+  const uint64_t bit = uint64_t{1} << index;
+  const uint64_t failed = applied_failed_.load(std::memory_order_acquire) & ~bit;
+  if (placement_) {
+    if (Status s = build_live_replicas(failed); !s) return s;
+  }
+  nodes_[index] = MemoryNodeInfo{endpoint, region};
+  if (index < bootstrap_.size()) {
+    bootstrap_[index] = std::move(*conn);
+    bootstrap_raw_[index] = bootstrap_[index].get();
+  }
+  declared_failed_.fetch_and(~bit, std::memory_order_acq_rel);
+  waited_out_.fetch_and(~bit, std::memory_order_acq_rel);
+  applied_failed_.store(failed, std::memory_order_release);
+  config_version_.fetch_add(1, std::memory_order_acq_rel);
+  logger_.info("memory configuration {}: memory node {} restored at {}; {} of {} memory nodes live",
+               config_version_.load(), region.node_id, endpoint.to_string(),
+               nodes_.size() - static_cast<size_t>(std::popcount(failed)), nodes_.size());
+  return Status::ok();
+}
+
+Result<std::unique_ptr<Connection>> Cluster::open_connection(size_t index) const {
+  if (index >= nodes_.size() || failed_over(index)) {
+    return Status(Errc::kInvalidArgument, fmt::format("memory node index {} is not live", index));
+  }
+  const MemoryNodeInfo& n = nodes_[index];
+  auto conn = open_ ? open_(index) : ::pandora::open_connection(n.endpoint, config_.identity(), config_.connect_options());
+  if (!conn) {
+    return Status(conn.status().code(), fmt::format("data connection ({}) to memory node {}: {}",
+                                                    backend_name(config_.backend), n.endpoint.to_string(),
+                                                    conn.status().message()));
+  }
+  return conn;
+}
+
 Result<std::vector<std::unique_ptr<Connection>>> Cluster::open_connections() const {
   std::vector<std::unique_ptr<Connection>> out;
   if (open_) {
@@ -232,19 +303,13 @@ Result<std::vector<std::unique_ptr<Connection>>> Cluster::open_connections() con
     }
     return out;
   }
-  const ClientIdentity me = config_.identity();
   for (size_t i = 0; i < nodes_.size(); ++i) {
-    const MemoryNodeInfo& n = nodes_[i];
     if (failed_over(i)) {
       out.push_back(std::make_unique<FailedNodeConnection>());
       continue;
     }
-    auto conn = open_connection(n.endpoint, me, config_.connect_options());
-    if (!conn) {
-      return Status(conn.status().code(), fmt::format("data connection ({}) to memory node {}: {}",
-                                                      backend_name(config_.backend), n.endpoint.to_string(),
-                                                      conn.status().message()));
-    }
+    auto conn = open_connection(i);
+    if (!conn) return conn.status();
     out.push_back(std::move(*conn));
   }
   return out;

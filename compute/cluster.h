@@ -103,7 +103,8 @@ class Cluster {
   //    anyone may latch the object on its new primary. kUnavailable (and
   //    nothing changes) when some shard or log would have no live replica.
   //
-  // Indexes are below kMaxMemoryNodes; a declaration is never withdrawn.
+  // Indexes are below kMaxMemoryNodes; a declaration is withdrawn only by
+  // restore_memory_node().
   static constexpr size_t kMaxMemoryNodes = 64;
   void declare_memory_failed(size_t index) {
     declared_failed_.fetch_or(uint64_t{1} << index, std::memory_order_acq_rel);
@@ -118,6 +119,24 @@ class Cluster {
   uint64_t waited_out_mask() const { return waited_out_.load(std::memory_order_acquire); }
   void note_waited_out(uint64_t nodes) { waited_out_.fetch_or(nodes, std::memory_order_acq_rel); }
   Status apply_memory_failures();
+  // The inverse, once the node is filled again (re-replication,
+  // recovery/replica_rebuild.h): node `index`, failed over, is back at
+  // `endpoint`. Logs in there (the region must carry the node's id, this
+  // cluster's id and the other nodes' layout), takes a bootstrap
+  // connection to it, and puts it back into placement: primaries and log
+  // nodes switch back and memory_config_version() moves, so each worker
+  // opens its data connection to the node before its next transaction
+  // (Worker::refresh_connections). Only while no transaction of this
+  // compute node is in flight (parked for the pause). Ok and nothing done
+  // for a node already live at `endpoint`.
+  Status restore_memory_node(size_t index, const Endpoint& endpoint);
+  // The checks restore_memory_node() makes of the daemon at `endpoint` for
+  // failed-over node `index`, and a data connection to it; changes nothing
+  // here (the re-replication writes through it before the node is back).
+  Result<std::unique_ptr<Connection>> connect_replacement(size_t index, const Endpoint& endpoint,
+                                                          wire::RegionInfo* region = nullptr) const;
+  // A fresh data connection to live node `index`.
+  Result<std::unique_ptr<Connection>> open_connection(size_t index) const;
   // The nodes excluded from placement by the last apply, and how many
   // applies changed it (a coordinator re-reads its log nodes when it moves).
   uint64_t applied_failed_mask() const { return applied_failed_.load(std::memory_order_acquire); }

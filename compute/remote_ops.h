@@ -42,6 +42,10 @@ class Suspender {
   // Lets the other coordinators run and returns soon even when nothing
   // completed (for waits on something other than own operations).
   virtual void yield() = 0;
+  // The memory configuration moved (Cluster::memory_config_version): the
+  // worker replaces its connections to nodes restored to it. Called between
+  // transactions only.
+  virtual Status refresh_connections() { return Status::ok(); }
 };
 
 // An operation failed as a lost link does (disconnected, timed out, I/O):
@@ -58,6 +62,8 @@ class RemoteOps {
       : slot_(slot), conns_(conns), dirty_(conns.size(), false), suspender_(suspender) {}
 
   size_t node_count() const { return conns_.size(); }
+  // Suspender::refresh_connections (nothing of this coordinator in flight).
+  Status refresh_connections() { return suspender_.refresh_connections(); }
 
   OpId read(size_t node, uint64_t remote, void* local, uint32_t len);
   // `d`: see Durability in transport.h (latch words go kVisible).

@@ -39,9 +39,14 @@ void Coordinator::yield() {
   coroutine_->suspend();
 }
 
+Status Coordinator::refresh_connections() { return worker_.refresh_connections(); }
+
 Worker::Worker(Cluster& cluster, uint32_t thread_index, uint32_t coordinators, uint16_t first_id,
                std::vector<std::unique_ptr<Connection>> conns)
-    : cluster_(cluster), thread_index_(thread_index), conns_(std::move(conns)) {
+    : cluster_(cluster),
+      thread_index_(thread_index),
+      conns_(std::move(conns)),
+      failed_seen_(cluster.applied_failed_mask()) {
   for (auto& c : conns_) raw_.push_back(c.get());
   for (uint32_t i = 0; i < coordinators; ++i) {
     coordinators_.push_back(std::make_unique<Coordinator>(*this, i, static_cast<uint16_t>(first_id + i)));
@@ -49,6 +54,24 @@ Worker::Worker(Cluster& cluster, uint32_t thread_index, uint32_t coordinators, u
 }
 
 Worker::~Worker() { stop(); }
+
+Status Worker::refresh_connections() {
+  const uint64_t failed = cluster_.applied_failed_mask();
+  const uint64_t restored = failed_seen_ & ~failed;
+  for (size_t i = 0; i < conns_.size(); ++i) {
+    if (!((restored >> i) & 1)) continue;
+    if (conns_[i]->outstanding() != 0) {
+      return Status(Errc::kInvalidArgument, fmt::format("memory node {} restored while operations to it were in "
+                                                        "flight", cluster_.node(i).region.node_id));
+    }
+    auto conn = cluster_.open_connection(i);
+    if (!conn) return conn.status();
+    conns_[i] = std::move(*conn);
+    raw_[i] = conns_[i].get();
+  }
+  failed_seen_ = failed;
+  return Status::ok();
+}
 
 void Worker::start(const Task& task) {
   stop();

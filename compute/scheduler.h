@@ -57,6 +57,7 @@ class Coordinator final : public Suspender {
   // worker's next round even when nothing completed (for code that waits
   // on something other than its own operations, e.g. a pause flag).
   void yield() override;
+  Status refresh_connections() override;
 
  private:
   friend class Worker;
@@ -110,6 +111,11 @@ class Worker {
   Coordinator& coordinator(size_t slot) { return *coordinators_[slot]; }
   AddressCache& cache() { return cache_; }
   std::span<Connection* const> connections() const { return raw_; }
+  // Opens a new data connection to every node restored to the memory
+  // configuration since the last call (Cluster::restore_memory_node): the
+  // old one failed with the node. In place, so every coordinator's
+  // RemoteOps sees it.
+  Status refresh_connections();
 
  private:
   friend class Coordinator;
@@ -117,6 +123,7 @@ class Worker {
   uint32_t thread_index_;
   std::vector<std::unique_ptr<Connection>> conns_;
   std::vector<Connection*> raw_;
+  uint64_t failed_seen_ = 0;  // the cluster's applied failed nodes at the last refresh
   AddressCache cache_;
   std::vector<std::unique_ptr<Coordinator>> coordinators_;
   std::vector<uint32_t> yielded_;  // slots that called yield(): run again next round

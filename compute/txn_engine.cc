@@ -26,10 +26,16 @@ void TxnEngine::begin() {
   const bool released = txn::collect_releases(ctx_);
   const Status halt_detail = released ? Status() : ctx_.detail;
   ctx_.ops.reset();
+  Status reconnect;
   if (const uint64_t v = ctx_.cluster.memory_config_version(); v != ctx_.memory_config) {
-    // A memory node's fail-over moved this node's log to the live log nodes.
-    ctx_.memory_config = v;
-    ctx_.log_nodes = ctx_.cluster.log_node_indexes(ctx_.pid);
+    // A memory node's fail-over moved this node's log to the live log nodes;
+    // a restored node needs a new connection (retried at the next begin()
+    // when it cannot be opened).
+    reconnect = ctx_.ops.refresh_connections();
+    if (reconnect) {
+      ctx_.memory_config = v;
+      ctx_.log_nodes = ctx_.cluster.log_node_indexes(ctx_.pid);
+    }
   }
   ctx_.items.clear();
   ctx_.absent.clear();
@@ -49,6 +55,10 @@ void TxnEngine::begin() {
     ctx_.state = AbortReason::kInvalid;
     ctx_.detail =
         Status(Errc::kInvalidArgument, fmt::format("coordinator {} has no log lane", ctx_.coordinator));
+  }
+  if (!reconnect) {
+    ctx_.state = AbortReason::kTransport;
+    ctx_.detail = reconnect;
   }
   if (ctx_.needs_recovery) {
     ctx_.state = AbortReason::kTransport;
