@@ -12,7 +12,7 @@ constexpr std::array<std::string_view, kCrashPointCount> kNames = {
     "after-settle",           "after-validation",       "after-log-write",      "after-commit-write",
     "before-unlatch",         "after-unlatch",          "after-abort-release",  "recovery-after-read",
     "recovery-after-rollback", "before-truncate",       "after-truncate",       "before-sweep",
-    "after-sweep",            "memory-failover-paused",
+    "after-sweep",            "memory-failover-paused", "memory-replace-paused",
 };
 
 }  // namespace

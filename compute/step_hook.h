@@ -54,6 +54,9 @@ enum class CrashPoint : uint16_t {
   // pause are written, no acknowledgement awaited yet. Never reached by the
   // litmus driver (it fails no memory node).
   kMemoryFailoverPaused,
+  // A memory node's replacement (recovery coordinator): its pause is
+  // written, nothing copied yet. Never reached by the litmus driver either.
+  kMemoryReplacePaused,
   kCount
 };
 

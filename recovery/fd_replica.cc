@@ -56,6 +56,7 @@ struct Flags {
   std::atomic<bool> members{true};
   std::atomic<bool> replicas{true};
   std::atomic<bool> election{true};
+  std::atomic<bool> replace{true};
 
   void raise(std::atomic<bool>& flag) {
     flag = true;
@@ -198,7 +199,9 @@ class Replica {
       if (leader_.load(std::memory_order_acquire) && t >= next_recycle_check) {
         next_recycle_check = t + std::chrono::seconds(1);
         check_recycling();
+        hk_flags_.replace = true;
       }
+      if (leader_.load(std::memory_order_acquire) && hk_flags_.replace.exchange(false)) trouble |= !check_replacement();
       // ZooKeeper unavailable for now: retry, but not in a tight loop.
       const auto until_full = std::chrono::duration_cast<std::chrono::milliseconds>(
           next_full_refresh - std::chrono::steady_clock::now());
@@ -325,8 +328,13 @@ class Replica {
       log_.warn("reading the cluster record: {}", cr.status().to_string());
       return false;
     }
-    for (const FailedMemoryNode& f : cr->failed_memory) detector_->retire_memory_node(f.node_id);
+    retire_failed_memory_nodes(*cr);
     return true;
+  }
+  void retire_failed_memory_nodes(const ClusterRecord& cr) {
+    std::set<uint32_t> ids;
+    for (const FailedMemoryNode& f : cr.failed_memory) ids.insert(f.node_id);
+    detector_->retire_exactly(ids, cr.epoch);
   }
 
   // Called by the leader once it has recovered `pids` (in ford mode every
@@ -406,6 +414,8 @@ class Replica {
       lead_->resumed = true;
     }
     maybe_recycle();
+    maybe_replace();
+    if (!lead_->coordinator) return 0;  // rebuilt after a replacement
     for (const fd::FailedNode& f : detector_->wait_failed(std::chrono::milliseconds(20))) {
       if (f.kind != wire::SenderKind::kCompute) {
         log_.info("memory node {} missed by a majority of replicas: failing it over", f.id);
@@ -422,7 +432,7 @@ class Replica {
           std::this_thread::sleep_for(std::chrono::milliseconds(50));
           return 0;
         }
-        detector_->retire_memory_node(f.id);
+        retire_failed_memory_nodes(registry_->cluster());
         continue;
       }
       const uint16_t pid = static_cast<uint16_t>(f.id);
@@ -460,6 +470,54 @@ class Replica {
     auto alloc = registry_->alloc();
     if (alloc && recycling_due(*alloc, 0.95)) recycle_due_.store(true, std::memory_order_release);
   }
+  // A replacement of a failed-over memory node asked for (pandora-ctl
+  // replace-memory-node): the housekeeper watches <root>/replace, the
+  // leader rebuilds the node (RecoveryCoordinator::replace_memory_node).
+  bool check_replacement() {
+    auto req = registry_->replacement_request([this] { hk_flags_.raise(hk_flags_.replace); });
+    if (!req) {
+      log_.warn("reading the replacement request: {}", req.status().to_string());
+      return false;
+    }
+    if (*req && (*req)->error.empty()) replace_due_.store(true, std::memory_order_release);
+    return true;
+  }
+  void maybe_replace() {
+    if (!replace_due_.exchange(false)) return;
+    auto req = registry_->replacement_request();
+    if (!req || !*req || !(*req)->error.empty()) return;
+    log_.info("replacing memory node {} by the daemon at {}: rebuilding it from the live replicas", (*req)->node_id,
+              (*req)->endpoint.to_string());
+    auto r = lead_->coordinator->replace_memory_node(**req);
+    if (!r) {
+      const Errc e = r.status().code();
+      const bool transient = e == Errc::kDisconnected || e == Errc::kTimeout || e == Errc::kIo ||
+                             e == Errc::kUnavailable || e == Errc::kConflict;
+      if (transient && ++replace_attempts_ < 10) {
+        log_.warn("replacing memory node {}: {} (attempt {} of 10; will retry)", (*req)->node_id,
+                  r.status().to_string(), replace_attempts_);
+        replace_due_.store(true, std::memory_order_release);
+        drop_data_plane_if_broken(r.status());
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        return;
+      }
+      log_.error("replacing memory node {}: {}; giving up (the request keeps the error)", (*req)->node_id,
+                 r.status().to_string());
+      replace_attempts_ = 0;
+      if (Status s = registry_->fail_replacement(r.status().to_string()); !s) {
+        log_.warn("recording the replacement's failure: {}", s.to_string());
+      }
+      return;
+    }
+    replace_attempts_ = 0;
+    retire_failed_memory_nodes(registry_->cluster());  // watched again from its next heartbeat
+    // This leader's cluster view still has the node failed over: rebuilt
+    // from the record on the next round.
+    lead_->coordinator.reset();
+    lead_->member->detach();
+    lead_->cluster.reset();
+  }
+
   void maybe_recycle() {
     if (!recycle_due_.exchange(false)) return;
     RecycleOptions ro;
@@ -562,6 +620,8 @@ class Replica {
   std::atomic<bool> leader_{false};
   std::unique_ptr<Leadership> lead_;
   std::atomic<bool> recycle_due_{false};  // set by the housekeeper, acted on by the leader
+  std::atomic<bool> replace_due_{false};  // the same for a memory node's replacement
+  int replace_attempts_ = 0;              // transient failures in a row (leader's thread)
 
   // The housekeeper's (refresh_replicas / refresh_members).
   Flags hk_flags_;

@@ -330,6 +330,13 @@ void Membership::refresh_pause() {
       if (on_memory_failure_) on_memory_failure_(f.node_id);
     }
   }
+  if (*epoch == 0 && !restore_replaced_memory_nodes()) {
+    // Not resumed: paced retry (a replacement daemon not reachable yet).
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::lock_guard<std::mutex> g(mu_);
+    pause_changed_ = true;
+    return;
+  }
   const uint64_t before = pause_epoch_.exchange(*epoch, std::memory_order_acq_rel);
   if (before != *epoch) {
     if (*epoch) logger_.info("stop-the-world pause {} requested: parking", *epoch);
@@ -337,6 +344,35 @@ void Membership::refresh_pause() {
   }
   std::lock_guard<std::mutex> g(callbacks_mu_);  // detach() waits for the callback's end
   if (on_pause_) on_pause_(*epoch);
+}
+
+bool Membership::restore_replaced_memory_nodes() {
+  std::lock_guard<std::mutex> cb(callbacks_mu_);
+  if (!on_pause_) return true;  // a node that does not park (the FD leader) is not switched under its feet
+  std::lock_guard<std::mutex> g(cluster_mu_);
+  if (!cluster_ || cluster_->applied_failed_mask() == 0) return true;
+  auto cr = registry_->read_cluster();
+  if (!cr) {
+    logger_.warn("reading the cluster record at the end of a pause: {} (retrying)", cr.status().to_string());
+    return false;
+  }
+  bool ok = true;
+  for (size_t i = 0; i < cluster_->node_count(); ++i) {
+    if (!cluster_->failed_over(i)) continue;
+    const uint32_t id = cluster_->node(i).region.node_id;
+    const bool still_failed = std::any_of(cr->failed_memory.begin(), cr->failed_memory.end(),
+                                          [&](const FailedMemoryNode& f) { return f.node_id == id; });
+    if (still_failed) continue;
+    const auto at = std::find(cr->memory_node_ids.begin(), cr->memory_node_ids.end(), id);
+    if (at == cr->memory_node_ids.end() || cr->memory_node_ids.size() != cr->memory_nodes.size()) continue;
+    const Endpoint& ep = cr->memory_nodes[static_cast<size_t>(at - cr->memory_node_ids.begin())];
+    if (Status s = cluster_->restore_memory_node(i, ep); !s) {
+      logger_.error("memory node {} is back at {}, but this node cannot reach it: {} (staying parked, retrying)", id,
+                    ep.to_string(), s.to_string());
+      ok = false;
+    }
+  }
+  return ok;
 }
 
 void Membership::on_pause(std::function<void(uint64_t)> f) {

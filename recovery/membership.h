@@ -103,6 +103,12 @@ class Membership {
   // Called on an internal thread with the pause epoch (0: none) each time
   // it is read from ZooKeeper, and once soon after this call: feeds a
   // PauseGate (compute/pause_gate.h). Idempotent calls; set it once.
+  // A node that parks this way, with a cluster attached, also follows a
+  // failed-over memory node's replacement (recovery/replica_rebuild.h):
+  // before it is told a pause is over (0), every node the cluster record
+  // lists again is restored in the cluster (Cluster::restore_memory_node);
+  // until that succeeds (retried) it is not told, so it stays parked
+  // rather than run without a replica the others write.
   void on_pause(std::function<void(uint64_t)> f);
   // Called on an internal thread with each memory node id the cluster
   // record lists as failed, whenever a pause begins and before
@@ -131,6 +137,9 @@ class Membership {
   void refresh_failed();
   void refresh_replicas();
   void refresh_pause();
+  // Restores in the attached cluster the memory nodes the record no longer
+  // lists as failed (false: some could not be, logged).
+  bool restore_replaced_memory_nodes();
   void refresh_recycle();
   // A watch callback: raises *flag (one of the *_changed_ below) and wakes
   // the watcher thread.

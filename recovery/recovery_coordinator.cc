@@ -44,7 +44,9 @@ uint64_t new_pause_epoch() {
 struct EndPause {
   Registry& registry;
   Logger& log;
+  bool armed = true;  // false: the world stays stopped (the next attempt or leader resumes it)
   ~EndPause() {
+    if (!armed) return;
     if (Status s = registry.end_pause(); !s) log.warn("ending the pause: {}", s.to_string());
   }
 };
@@ -347,28 +349,9 @@ Result<std::vector<uint16_t>> RecoveryCoordinator::not_parked(uint64_t epoch, co
   return missing;
 }
 
-Status RecoveryCoordinator::fail_over_memory_node(uint32_t node_id) {
+Result<size_t> RecoveryCoordinator::park_everyone(uint64_t epoch, Clock::time_point pause_start,
+                                                  const std::string& why) {
   const bool ford = registry_.cluster().protocol == "ford";
-  const std::optional<size_t> index = cluster_.index_of(node_id);
-  if (!index) {
-    return Status(Errc::kNotFound, fmt::format("memory node id {} is not in this cluster's configuration", node_id));
-  }
-  // This coordinator's own view first: if the node held every replica of
-  // some shard, nothing is switched anywhere (the data is lost).
-  cluster_.declare_memory_failed(*index);
-  if (Status s = cluster_.apply_memory_failures(); !s) return s;
-  // 1. Out of the configuration for good (whoever reads the record from
-  // now on - joining nodes, a new leader - never contacts it), and, in the
-  // same ZooKeeper write, 2. the world stops: Membership declares the node
-  // when the pause appears, coordinators decide their transactions and
-  // park, primaries switch at the acknowledgement.
-  const auto pause_start = Clock::now();
-  const uint64_t epoch = new_pause_epoch();
-  auto record = registry_.fail_memory_node(FailedMemoryNode{node_id, cluster_.node(*index).endpoint}, epoch);
-  if (!record) return record.status();
-  if (crash_) crash_->hit(CrashPoint::kMemoryFailoverPaused);
-  const EndPause resume{registry_, logger_};
-  const uint64_t record_us = us_since(pause_start);
   // Compute nodes that failed in the pause or did not park. ford: fenced at
   // once, recovered together once every other node has parked (its latch
   // scan releases every latch: nobody may be running then).
@@ -387,8 +370,8 @@ Status RecoveryCoordinator::fail_over_memory_node(uint32_t node_id) {
     }
     if (to_recover.empty() && Clock::now() > deadline) {
       for (uint16_t m : missing) {
-        logger_.warn("pid {} did not park within {} ms for memory node {}'s fail-over: recovering it in this pause", m,
-                     options_.park_timeout.count(), node_id);
+        logger_.warn("pid {} did not park within {} ms for {}: recovering it in this pause", m,
+                     options_.park_timeout.count(), why);
       }
       to_recover = missing;
     }
@@ -409,11 +392,125 @@ Status RecoveryCoordinator::fail_over_memory_node(uint32_t node_id) {
     if (Status s = start_stopped_recoveries(recovered, like, &recs); !s) return s;
     if (Status s = repair_stopped_world(recs, pause_start); !s) return s;
   }
+  return recovered.size();
+}
+
+Status RecoveryCoordinator::fail_over_memory_node(uint32_t node_id) {
+  const std::optional<size_t> index = cluster_.index_of(node_id);
+  if (!index) {
+    return Status(Errc::kNotFound, fmt::format("memory node id {} is not in this cluster's configuration", node_id));
+  }
+  // This coordinator's own view first: if the node held every replica of
+  // some shard, nothing is switched anywhere (the data is lost).
+  cluster_.declare_memory_failed(*index);
+  if (Status s = cluster_.apply_memory_failures(); !s) return s;
+  // 1. Out of the configuration for good (whoever reads the record from
+  // now on - joining nodes, a new leader - never contacts it), and, in the
+  // same ZooKeeper write, 2. the world stops: Membership declares the node
+  // when the pause appears, coordinators decide their transactions and
+  // park, primaries switch at the acknowledgement.
+  const auto pause_start = Clock::now();
+  const uint64_t epoch = new_pause_epoch();
+  auto record = registry_.fail_memory_node(FailedMemoryNode{node_id, cluster_.node(*index).endpoint}, epoch);
+  if (!record) return record.status();
+  if (crash_) crash_->hit(CrashPoint::kMemoryFailoverPaused);
+  const EndPause resume{registry_, logger_};
+  const uint64_t record_us = us_since(pause_start);
+  auto recovered = park_everyone(epoch, pause_start, fmt::format("memory node {}'s fail-over", node_id));
+  if (!recovered) return recovered.status();
   logger_.info("memory node {} ({}) failed over: configuration epoch {} (record {} us), pause {} us, {} compute "
                "node(s) recovered in it",
                node_id, cluster_.node(*index).endpoint.to_string(), record->epoch, record_us, us_since(pause_start),
-               recovered.size());
+               *recovered);
   return Status::ok();
+}
+
+namespace {
+
+// The rebuild's journal of row moves: <root>/relocations (a few tens of
+// bytes per move; RebuildOptions::journal_batch moves per write).
+class ZkRelocationJournal final : public RelocationJournal {
+ public:
+  explicit ZkRelocationJournal(Registry& registry) : r_(registry) {}
+  Result<std::vector<Relocation>> read() override {
+    auto node = r_.zk().get(r_.path("relocations"));
+    if (!node) {
+      if (node.status().code() == Errc::kNotFound) return std::vector<Relocation>{};
+      return node.status();
+    }
+    return decode_relocations(node->data);
+  }
+  Status write(const std::vector<Relocation>& moves) override {
+    const std::string text = encode_relocations(moves);
+    auto created = r_.zk().create(r_.path("relocations"), text);
+    if (created) return Status::ok();
+    if (created.status().code() != Errc::kAlreadyExists) return created.status();
+    return r_.zk().set(r_.path("relocations"), text);
+  }
+  Status clear() override {
+    Status s = r_.zk().remove(r_.path("relocations"));
+    return s.code() == Errc::kNotFound ? Status::ok() : s;
+  }
+
+ private:
+  Registry& r_;
+};
+
+}  // namespace
+
+Result<RebuildReport> RecoveryCoordinator::replace_memory_node(const ReplaceRequest& req) {
+  const auto start = Clock::now();
+  auto cr = registry_.refresh_cluster();
+  if (!cr) return cr.status();
+  // Every refusal the final write would make, before anything is written.
+  if (auto check = restored(*cr, req.node_id, req.endpoint); !check) return check.status();
+  const std::optional<size_t> index = cluster_.index_of(req.node_id);
+  if (!index || !cluster_.failed_over(*index)) {
+    return Status(Errc::kUnavailable, fmt::format("this leader's view has memory node {} live: rebuilding it",
+                                                  req.node_id));
+  }
+  auto repl = cluster_.connect_replacement(*index, req.endpoint);
+  if (!repl) return repl.status();
+  // Fenced pids stay fenced there (their latches may still be on it once
+  // rows are copied; a fenced process must not reach it).
+  auto failed = registry_.failed();
+  if (!failed) return failed.status();
+  for (uint16_t pid : *failed) {
+    if (Status s = admin_.fence({req.endpoint}, pid); !s) return s;
+  }
+  const auto pause_start = Clock::now();
+  const uint64_t epoch = new_pause_epoch();
+  if (Status s = registry_.begin_pause(epoch, {}); !s) return s;
+  if (crash_) crash_->hit(CrashPoint::kMemoryReplacePaused);
+  EndPause resume{registry_, logger_};
+  const std::string why = fmt::format("memory node {}'s replacement", req.node_id);
+  auto recovered = park_everyone(epoch, pause_start, why);
+  if (!recovered) return recovered.status();
+  const uint64_t parked_us = us_since(pause_start);
+  std::vector<Connection*> conns(cluster_.bootstrap_connections().begin(), cluster_.bootstrap_connections().end());
+  conns[*index] = repl->get();
+  ZkRelocationJournal journal(registry_);
+  auto report = rebuild_memory_node(cluster_, conns, *index, journal, logger_);
+  if (!report) {
+    // Rows it was moving may sit at two slots of a survivor: finished
+    // before anyone runs again, or the pause stays.
+    if (auto finished = finish_relocations(cluster_, cluster_.bootstrap_connections(), journal, logger_); !finished) {
+      resume.armed = false;
+      logger_.error("memory node {}'s rebuild failed ({}) with row moves it could not finish ({}): the pause stays "
+                    "until a retry or the next leader finishes them", req.node_id, report.status().to_string(),
+                    finished.status().to_string());
+    }
+    return report.status();
+  }
+  auto record = registry_.restore_memory_node(req.node_id, req.endpoint);
+  if (!record) return record.status();
+  logger_.info("memory node {} is back at {}: configuration epoch {}; {} fenced pid(s) fenced there, pause {} us "
+               "(parked in {} us, {} compute node(s) recovered in it), {} rows copied ({} relocated, {} journaled "
+               "moves finished) in {} us, {} MiB read, {} MiB written; {} us in all",
+               req.node_id, req.endpoint.to_string(), record->epoch, failed->size(), us_since(pause_start), parked_us,
+               *recovered, report->rows, report->relocated, report->resumed, report->scan_us + report->relocate_us,
+               report->bytes_read >> 20, report->bytes_written >> 20, us_since(start));
+  return report;
 }
 
 Status RecoveryCoordinator::resume(uint16_t self) {
@@ -429,6 +526,12 @@ Status RecoveryCoordinator::resume(uint16_t self) {
   // are finished from their records below): run it again (every step is
   // idempotent).
   {
+    // A rebuild cut short may have left rows at two slots of a survivor:
+    // nobody runs again before its journaled moves are finished.
+    ZkRelocationJournal journal(registry_);
+    auto finished = finish_relocations(cluster_, cluster_.bootstrap_connections(), journal, logger_);
+    if (!finished) return finished.status();
+    if (*finished) logger_.info("finished {} row move(s) of a replacement's rebuild cut short", *finished);
     auto paused = registry_.paused_for_memory();
     if (!paused) return paused.status();
     auto cr = registry_.refresh_cluster();

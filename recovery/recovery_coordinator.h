@@ -68,6 +68,7 @@
 #include "compute/step_hook.h"
 #include "recovery/admin_sessions.h"
 #include "recovery/registry.h"
+#include "recovery/replica_rebuild.h"
 
 namespace pandora {
 
@@ -147,6 +148,21 @@ class RecoveryCoordinator {
   // log-a-latch clusters.
   Status fail_over_memory_node(uint32_t node_id);
 
+  // Re-replication (recovery/replica_rebuild.h; recovery/README.md): fills
+  // the daemon at `r.endpoint` for failed-over node `r.node_id` and brings
+  // the node back, in a stopped world:
+  //   log in there (the node's id, this cluster, the same layout) -> fence
+  //   there every pid published failed -> pause (every compute node parks;
+  //   one that failed or does not park is recovered within it) -> rebuild
+  //   (rows copied, conflicts relocated under a ZooKeeper journal) -> one
+  //   ZooKeeper write: the record lists the node at its new address (epoch
+  //   + 1), the pause ends, the request goes -> each compute node connects
+  //   to it before it resumes (Membership).
+  // Idempotent: a new leader re-runs it for a request still pending. This
+  // coordinator's cluster view still has the node failed over afterwards:
+  // the caller rebuilds it from the record.
+  Result<RebuildReport> replace_memory_node(const ReplaceRequest& r);
+
   // At leadership start: recovers every registered kFd member other than
   // `self` (a former leader: its data-plane writes must be fenced), and
   // finishes every recovery record not marked done.
@@ -180,6 +196,13 @@ class RecoveryCoordinator {
   // Steps 2..7. `record_exists`: the pid has a record (at started: a ford
   // or retirement record, or one a former leader wrote).
   Result<RecoveryRecord> recover_from_fence(uint16_t pid, RecoveryRecord rec, bool record_exists);
+  // Waits until every compute member has parked for pause `epoch`; one
+  // that failed meanwhile (failed_now) or does not park within
+  // park_timeout is recovered within the pause (ford: all of them together
+  // once the others parked). `why` names the pause in warnings. Returns how
+  // many were recovered.
+  Result<size_t> park_everyone(uint64_t epoch, std::chrono::steady_clock::time_point pause_start,
+                               const std::string& why);
   // Compute members that have not acknowledged pause `epoch`, but `except`.
   Result<std::vector<uint16_t>> not_parked(uint64_t epoch, const std::vector<uint16_t>& except);
   // The authenticated push of a recovered pid to every compute node.

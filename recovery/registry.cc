@@ -534,6 +534,155 @@ Result<ClusterRecord> Registry::readdress_memory_nodes(const std::vector<MemoryN
   return Status(Errc::kConflict, "the cluster record kept changing while the memory nodes' addresses were written");
 }
 
+Result<ClusterRecord> restored(const ClusterRecord& old, uint32_t node_id, const Endpoint& endpoint) {
+  const auto f = std::find_if(old.failed_memory.begin(), old.failed_memory.end(),
+                              [&](const FailedMemoryNode& n) { return n.node_id == node_id; });
+  if (f == old.failed_memory.end()) {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("memory node {} is not failed over: only a failed-over node is replaced", node_id));
+  }
+  if (old.memory_node_ids.size() != old.memory_nodes.size()) {
+    return Status(Errc::kUnsupported, "the cluster record predates memory node ids: run pandora-ctl "
+                                      "set-memory-nodes once (it records them), then replace the node");
+  }
+  size_t index = old.memory_nodes.size();
+  for (size_t i = 0; i < old.memory_nodes.size(); ++i) {
+    if (old.memory_node_ids[i] == node_id) {
+      index = i;
+    } else if (old.memory_nodes[i] == endpoint) {
+      return Status(Errc::kConflict, fmt::format("{} is memory node {}'s address in the cluster record: the "
+                                                 "replacement must listen elsewhere",
+                                                 endpoint.to_string(), old.memory_node_ids[i]));
+    }
+  }
+  for (const FailedMemoryNode& other : old.failed_memory) {
+    if (other.node_id != node_id && other.endpoint == endpoint) {
+      return Status(Errc::kConflict, fmt::format("{} is failed-over memory node {}'s recorded address: the "
+                                                 "replacement must listen elsewhere",
+                                                 endpoint.to_string(), other.node_id));
+    }
+  }
+  if (index == old.memory_nodes.size()) {
+    return Status(Errc::kCorrupt, fmt::format("cluster record: failed memory node {} has no entry", node_id));
+  }
+  ClusterRecord rec = old;
+  rec.memory_nodes[index] = endpoint;
+  rec.failed_memory.erase(rec.failed_memory.begin() + (f - old.failed_memory.begin()));
+  rec.epoch += 1;
+  return rec;
+}
+
+std::string encode_replace_request(const ReplaceRequest& r) {
+  std::string out = fmt::format("node={}\nendpoint={}\n", r.node_id, r.endpoint.to_string());
+  // One line: an error message never spans lines here.
+  if (!r.error.empty()) {
+    std::string e = r.error;
+    std::replace(e.begin(), e.end(), '\n', ' ');
+    out += fmt::format("error={}\n", e);
+  }
+  return out;
+}
+
+Result<ReplaceRequest> decode_replace_request(std::string_view text) {
+  auto f = parse_fields(text, "replace request");
+  if (!f) return f.status();
+  ReplaceRequest r;
+  bool have_node = false, have_endpoint = false;
+  for (const auto& [k, v] : *f) {
+    if (k == "node") {
+      auto id = parse_u64(v, k, UINT32_MAX);
+      if (!id) return id.status();
+      r.node_id = static_cast<uint32_t>(*id);
+      have_node = true;
+    } else if (k == "endpoint") {
+      auto ep = parse_endpoint(v);
+      if (!ep) return Status(Errc::kCorrupt, fmt::format("replace request: endpoint '{}': {}", v, ep.status().message()));
+      r.endpoint = *ep;
+      have_endpoint = true;
+    } else if (k == "error") {
+      r.error = v;
+    }
+  }
+  if (!have_node || !have_endpoint) return Status(Errc::kCorrupt, "replace request without node and endpoint");
+  return r;
+}
+
+Status Registry::request_replacement(const ReplaceRequest& r) {
+  auto created = zk_->create(path("replace"), encode_replace_request(r));
+  if (created) return Status::ok();
+  if (created.status().code() != Errc::kAlreadyExists) return created.status();
+  auto pending = replacement_request();
+  if (pending && *pending) {
+    return Status(Errc::kAlreadyExists, fmt::format("a replacement of memory node {} by {} is pending{}",
+                                                    (*pending)->node_id, (*pending)->endpoint.to_string(),
+                                                    (*pending)->error.empty() ? "" : " (failed: " + (*pending)->error + ")"));
+  }
+  return created.status();
+}
+
+Result<std::optional<ReplaceRequest>> Registry::replacement_request(std::function<void()> on_change) {
+  if (on_change) {
+    auto exists = zk_->watch_exists(path("replace"), std::move(on_change));
+    if (!exists) return exists.status();
+    if (!*exists) return std::optional<ReplaceRequest>{};
+  }
+  auto node = zk_->get(path("replace"));
+  if (!node) {
+    if (node.status().code() == Errc::kNotFound) return std::optional<ReplaceRequest>{};
+    return node.status();
+  }
+  auto r = decode_replace_request(node->data);
+  if (!r) return r.status();
+  return std::optional<ReplaceRequest>{*r};
+}
+
+Status Registry::fail_replacement(const std::string& error) {
+  auto r = replacement_request();
+  if (!r) return r.status();
+  if (!*r) return Status::ok();  // withdrawn meanwhile
+  (*r)->error = error;
+  return zk_->set(path("replace"), encode_replace_request(**r));
+}
+
+Status Registry::withdraw_replacement() {
+  Status s = zk_->remove(path("replace"));
+  return s.code() == Errc::kNotFound ? Status::ok() : s;
+}
+
+Result<ClusterRecord> Registry::restore_memory_node(uint32_t node_id, const Endpoint& endpoint) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto node = zk_->get(path("cluster"));
+    if (!node) return node.status();
+    auto rec = decode_cluster_record(node->data);
+    if (!rec) return rec.status();
+    auto back = restored(*rec, node_id, endpoint);
+    if (!back) return back.status();
+    std::vector<Op> ops = {Op::set(path("cluster"), encode_cluster_record(*back), node->stat.version)};
+    auto acks = zk_->children(path("pause"));
+    if (acks) {
+      for (const std::string& n : *acks) ops.push_back(Op::remove(path("pause/" + n)));
+      ops.push_back(Op::remove(path("pause")));
+    } else if (acks.status().code() != Errc::kNotFound) {
+      return acks.status();
+    }
+    for (const char* extra : {"replace", "relocations"}) {
+      auto there = zk_->exists(path(extra));
+      if (!there) return there.status();
+      if (*there) ops.push_back(Op::remove(path(extra)));
+    }
+    Status s = zk_->multi(ops);
+    if (s) {
+      cluster_ = *back;
+      return back;
+    }
+    // The record moved, or an acknowledgement vanished (its node died) or
+    // appeared meanwhile (ZooKeeper's "not empty", reported as an invalid
+    // argument): again.
+    if (s.code() != Errc::kConflict && s.code() != Errc::kNotFound && s.code() != Errc::kInvalidArgument) return s;
+  }
+  return Status(Errc::kConflict, "the cluster record kept changing while a memory node was restored");
+}
+
 Result<ClusterRecord> Registry::fail_memory_node(const FailedMemoryNode& failed, uint64_t pause_epoch) {
   const std::string pause = fmt::format("epoch={}\nfailed=\n", pause_epoch);
   for (int attempt = 0; attempt < 100; ++attempt) {

@@ -14,6 +14,9 @@
 //   <root>/pause                a stop-the-world pause in progress (epoch, failed pids): ford's
 //                               recovery, and every memory node's fail-over
 //   <root>/pause/<pid>          ephemeral: compute node <pid> has parked every coordinator for it
+//   <root>/replace              a failed-over memory node's replacement asked for (node, endpoint,
+//                               error once the leader gave up) (`pandora-ctl replace-memory-node`)
+//   <root>/relocations          row moves the replacement's rebuild is making (replica_rebuild.h)
 //   <root>/recycle              pid recycling in progress (generation, pids) (recycler.h)
 //   <root>/recycle/<pid>        ephemeral: member <pid> has dropped those pids from its failed-ids
 //
@@ -89,6 +92,25 @@ struct MemoryNodeAddress {
 // compute nodes would take it for the failed node and never contact it).
 // Epoch + 1. Placement follows node ids, not list order, so no data moves.
 Result<ClusterRecord> readdressed(const ClusterRecord& old, const std::vector<MemoryNodeAddress>& live);
+
+// The record once failed-over node `node_id` is back at `endpoint` (a
+// replacement filled from the live replicas: replica_rebuild.h): out of
+// failed_memory, its entry at `endpoint`, epoch + 1. kInvalidArgument for a
+// node not failed over, kConflict for an address another node has (live or
+// failed), kUnsupported for a record without memory_node_ids (written
+// before they were recorded: `pandora-ctl set-memory-nodes` adds them).
+Result<ClusterRecord> restored(const ClusterRecord& old, uint32_t node_id, const Endpoint& endpoint);
+
+// <root>/replace: an operator's request that the leader fill a replacement
+// daemon at `endpoint` for failed-over node `node_id` and bring it back.
+struct ReplaceRequest {
+  uint32_t node_id = 0;
+  Endpoint endpoint;
+  std::string error;  // set by the leader when it gave up (the request stays for the asker to read)
+  bool operator==(const ReplaceRequest&) const = default;
+};
+std::string encode_replace_request(const ReplaceRequest& r);
+Result<ReplaceRequest> decode_replace_request(std::string_view text);
 
 struct MemberRecord {
   uint16_t pid = 0;
@@ -189,6 +211,19 @@ class Registry {
   // readdressed() applied to the record as ZooKeeper holds it, written back
   // (versioned, lost races retried); cluster() returns the result.
   Result<ClusterRecord> readdress_memory_nodes(const std::vector<MemoryNodeAddress>& live);
+  // Replacement of a failed-over memory node (replica_rebuild.h):
+  // request_replacement creates <root>/replace (kAlreadyExists while one
+  // is pending); replacement_request reads it (nullopt: none), arming
+  // `on_change` (optional) for its next change; fail_replacement records
+  // why the leader gave up; withdraw_replacement removes it.
+  Status request_replacement(const ReplaceRequest& r);
+  Result<std::optional<ReplaceRequest>> replacement_request(std::function<void()> on_change = nullptr);
+  Status fail_replacement(const std::string& error);
+  Status withdraw_replacement();
+  // The end of a replacement, in one multi: the record restored() (epoch +
+  // 1, versioned, lost races retried), the pause ended, the request and
+  // the relocation journal removed. cluster() returns the record after.
+  Result<ClusterRecord> restore_memory_node(uint32_t node_id, const Endpoint& endpoint);
   // Whether a stop-the-world pause is in progress (<root>/pause exists).
   Result<bool> pause_in_progress();
   // A pause is in progress and names no failed pid: a memory node's

@@ -3,6 +3,7 @@
 //
 //   pandora-ctl init     --memory-nodes A,B [--lane-bytes 16K]   create the cluster's ZooKeeper tree
 //   pandora-ctl set-memory-nodes --memory-nodes A,B             record where the daemons listen after a restart
+//   pandora-ctl replace-memory-node ID --endpoint HOST:PORT     fill a replacement daemon for failed-over node ID
 //   pandora-ctl status                                          epoch, memory nodes, members, failed-ids, recoveries
 //   pandora-ctl recover PID                                     run the recovery coordinator for PID by hand
 //   pandora-ctl fence PID                                       fence PID at every memory node
@@ -23,6 +24,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -54,6 +56,8 @@ struct Flags {
   std::string log_level = "warn";
   uint64_t compute_id = 0;
   uint64_t replicas = 0;
+  std::string endpoint;
+  uint64_t wait_s = 600;
 };
 
 int exit_for(const Status& s) {
@@ -191,6 +195,72 @@ class Ctl {
     for (const MemoryNodeAddress& a : live) fmt::print(" {}@{}", a.node_id, a.endpoint.to_string());
     fmt::print("\n");
     return 0;
+  }
+
+  // A failed-over node comes back: the daemon at --endpoint (a fresh
+  // region, or its old one: every byte it owns is rewritten) proves the
+  // secret and names the node's id; the FD leader fills it from the live
+  // replicas in a pause and brings it back
+  // (RecoveryCoordinator::replace_memory_node). Waits for the outcome.
+  int replace_memory_node(uint32_t id) {
+    auto ep = parse_endpoint(f_.endpoint);
+    if (!ep) return usage("replace-memory-node needs --endpoint HOST:PORT (the replacement daemon): " +
+                          ep.status().message());
+    auto reg = open();
+    if (!reg) return fail(reg.status());
+    Registry& r = **reg;
+    const ClusterRecord old = r.cluster();
+    if (auto check = restored(old, id, *ep); !check) return fail(check.status());
+    auto found = probe({*ep});
+    if (!found) return fail(found.status());
+    if (found->at(0).node_id != id) {
+      return fail(Status(Errc::kMismatch, fmt::format("the daemon at {} serves memory node {}, not {} (start it with "
+                                                      "--node-id {})", ep->to_string(), found->at(0).node_id, id, id)));
+    }
+    if (found->at(0).log_size / old.lane_bytes < old.lanes) {
+      return fail(Status(Errc::kMismatch, fmt::format("the daemon at {} has a log area of {} bytes, smaller than the "
+                                                      "cluster's {} lanes of {} bytes", ep->to_string(),
+                                                      found->at(0).log_size, old.lanes, old.lane_bytes)));
+    }
+    if (Status s = r.request_replacement(ReplaceRequest{id, *ep, {}}); !s) return fail(s);
+    fmt::print("asked the failure detector's leader to fill memory node {} at {} from the live replicas (every "
+               "compute node pauses while the rows are copied)\n", id, ep->to_string());
+    std::fflush(stdout);
+    const auto start = std::chrono::steady_clock::now();
+    auto next_note = start + std::chrono::seconds(5);
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      auto req = r.replacement_request();
+      if (!req) {
+        log_.warn("reading the request: {}", req.status().to_string());
+      } else if (!*req) {
+        auto now = r.refresh_cluster();
+        if (!now) return fail(now.status());
+        if (auto back = restored(*now, id, *ep); back) {
+          return fail(Status(Errc::kConflict, "the request was withdrawn before the node was brought back"));
+        }
+        fmt::print("memory node {} is back at {}: configuration epoch {}, {} failed-over node(s) left\n", id,
+                   ep->to_string(), now->epoch, now->failed_memory.size());
+        return 0;
+      } else if (!(*req)->error.empty()) {
+        const std::string error = (*req)->error;
+        if (Status s = r.withdraw_replacement(); !s) log_.warn("removing the failed request: {}", s.to_string());
+        fmt::print(stderr, "pandora-ctl: the leader could not replace memory node {}: {}\n", id, error);
+        return kExitFailed;
+      }
+      const auto now = std::chrono::steady_clock::now();
+      if (now - start > std::chrono::seconds(f_.wait_s)) {
+        fmt::print(stderr, "pandora-ctl: memory node {}'s replacement is still pending after {} s (is a pandora-fd "
+                           "running?); the request stays: the leader finishes it when it can\n", id, f_.wait_s);
+        return kExitUnavailable;
+      }
+      if (now >= next_note) {
+        next_note = now + std::chrono::seconds(5);
+        fmt::print("still waiting for the leader ({} s)\n",
+                   std::chrono::duration_cast<std::chrono::seconds>(now - start).count());
+        std::fflush(stdout);
+      }
+    }
   }
 
   int status() {
@@ -442,7 +512,8 @@ int main(int argc, char** argv) {
                  "Usage: pandora-ctl COMMAND [ARG] [options]\n"
                  "Commands: init (create the cluster's ZooKeeper tree; needs --memory-nodes), set-memory-nodes (record "
                  "where the live memory daemons listen after a whole-cluster restart; needs --memory-nodes), status, "
-                 "recover PID, "
+                 "replace-memory-node ID (with --endpoint: fill a replacement daemon for a failed-over memory node "
+                 "from the live replicas and bring the node back; a pandora-fd leader does the work), recover PID, "
                  "fence PID (with --memory-nodes and no --zookeeper: at those daemons), crash PID, verify (audit "
                  "every table's storage; without --zookeeper needs --memory-nodes and --compute-id; exit 1 when a "
                  "problem is found).\n"
@@ -468,6 +539,9 @@ int main(int argc, char** argv) {
   opts.add_u64("compute-id", &f.compute_id, "verify without --zookeeper: a compute pid no live compute node uses", 1,
                65535);
   opts.add_u64("replicas", &f.replicas, "verify: copies of every row (0: as the tables were created)", 0, 64);
+  opts.add_string("endpoint", &f.endpoint,
+                  "replace-memory-node: HOST:PORT of the replacement daemon (started with the failed node's --node-id)");
+  opts.add_u64("wait-s", &f.wait_s, "replace-memory-node: seconds to wait for the leader to finish", 1, 86400);
 
   // The command and its argument come first; the rest are options.
   if (argc >= 2 && (std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h")) {
@@ -481,7 +555,16 @@ int main(int argc, char** argv) {
   const std::string cmd = argv[1];
   int first_opt = 2;
   std::optional<uint16_t> pid;
-  if (cmd == "recover" || cmd == "fence" || cmd == "crash") {
+  std::optional<uint32_t> node_id;
+  if (cmd == "replace-memory-node") {
+    auto v = parse_u64(argc >= 3 ? argv[2] : "");
+    if (!v || *v > 65535) {
+      fmt::print(stderr, "pandora-ctl: replace-memory-node needs the failed-over node's id (0..65535)\n");
+      return kExitUsage;
+    }
+    node_id = static_cast<uint32_t>(*v);
+    first_opt = 3;
+  } else if (cmd == "recover" || cmd == "fence" || cmd == "crash") {
     if (argc < 3) {
       fmt::print(stderr, "pandora-ctl: {} needs a PID\n", cmd);
       return kExitUsage;
@@ -495,7 +578,8 @@ int main(int argc, char** argv) {
     first_opt = 3;
   } else if (cmd != "init" && cmd != "set-memory-nodes" && cmd != "status" && cmd != "verify") {
     fmt::print(stderr,
-               "pandora-ctl: unknown command '{}' (init, set-memory-nodes, status, recover, fence, crash, verify)\n",
+               "pandora-ctl: unknown command '{}' (init, set-memory-nodes, replace-memory-node, status, recover, "
+               "fence, crash, verify)\n",
                cmd);
     return kExitUsage;
   }
@@ -518,6 +602,7 @@ int main(int argc, char** argv) {
   if (Status s = ctl.load_secret(); !s) return ctl.usage("--secret-file: " + s.message());
   if (cmd == "init") return ctl.init();
   if (cmd == "set-memory-nodes") return ctl.set_memory_nodes();
+  if (cmd == "replace-memory-node") return ctl.replace_memory_node(*node_id);
   if (cmd == "verify") return ctl.verify();
   if (cmd == "status") return ctl.status();
   if (cmd == "fence") return ctl.fence(*pid);

@@ -33,6 +33,7 @@ bool applicable(CrashPoint p, ProtocolMode mode, bool recovery) {
     case CrashPoint::kAfterLogWrite:
       return mode != ProtocolMode::kFord;  // ford has no logging phase
     case CrashPoint::kMemoryFailoverPaused:
+    case CrashPoint::kMemoryReplacePaused:
       return false;  // no memory node fails in a litmus run
     default:
       return !is_recovery_point(p) || recovery;

@@ -109,6 +109,23 @@ void Detector::retire_memory_node(uint32_t id) {
   failed_.erase(NodeKey{wire::SenderKind::kMemory, id});
 }
 
+void Detector::retire_exactly(const std::set<uint32_t>& ids, uint64_t epoch) {
+  std::lock_guard lock(mu_);
+  if (epoch < retired_epoch_) return;
+  retired_epoch_ = epoch;
+  // A node no longer listed was just brought back, alive: watched from now
+  // (waiting for its next heartbeat would never suspect one that died
+  // before sending it).
+  for (uint32_t id : retired_memory_) {
+    if (!ids.contains(id)) monitor_.watch(NodeKey{wire::SenderKind::kMemory, id}, monotonic_ns());
+  }
+  retired_memory_ = ids;
+  for (uint32_t id : ids) {
+    monitor_.unwatch(NodeKey{wire::SenderKind::kMemory, id});
+    failed_.erase(NodeKey{wire::SenderKind::kMemory, id});
+  }
+}
+
 void Detector::unwatch(wire::SenderKind kind, uint32_t id) {
   std::lock_guard lock(mu_);
   monitor_.unwatch(NodeKey{kind, id});

@@ -107,6 +107,12 @@ class Detector {
   // a daemon that comes back under its id is not watched again. Retiring
   // also unwatches.
   void retire_memory_node(uint32_t id);
+  // The failed-over memory nodes of the cluster record of configuration
+  // `epoch`: retired; a node retired before and no longer listed (replaced:
+  // recovery/replica_rebuild.h) is watched again, counted as heard now.
+  // A record older than one applied before changes nothing (a reader that
+  // raced with a fail-over must not bring the failed node back).
+  void retire_exactly(const std::set<uint32_t>& ids, uint64_t epoch);
 
   // Blocks up to max_wait until some watched node is failed by a majority;
   // returns them (each reported again on every call while it stays watched:
@@ -156,6 +162,7 @@ class Detector {
   std::condition_variable failed_cv_;
   FailureMonitor monitor_;
   std::set<uint32_t> retired_memory_;
+  uint64_t retired_epoch_ = 0;  // of the record retire_exactly() applied last
   std::map<uint32_t, std::pair<Endpoint, net::UdpAddress>> peers_;
   std::map<NodeKey, FailedNode> failed_;
   DetectorStats stats_;

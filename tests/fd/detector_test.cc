@@ -513,6 +513,28 @@ TEST(Detector, RetiredMemoryNodesAreNotWatchedAgain) {
   EXPECT_FALSE(contains(r.at(1).wait_failed(50ms), SenderKind::kCompute, 6));
 }
 
+TEST(Detector, AReplacedMemoryNodeIsWatchedAgainFromTheRecordThatListsItLive) {
+  Replicas r(1);
+  r.at(1).retire_exactly({4, 7}, 5);
+  auto node = sender(SenderKind::kMemory, 4, r.endpoints());
+  ASSERT_TRUE(eventually([&] { return r.at(1).stats().heartbeats_unwatched > 10; }));
+  EXPECT_EQ(r.at(1).stats().heartbeats, 0u);
+  // The record of epoch 6 lists 4 live again (its replacement); one read
+  // before it (epoch 5) arrives late and must not retire it again.
+  r.at(1).retire_exactly({7}, 6);
+  r.at(1).retire_exactly({4, 7}, 5);
+  ASSERT_TRUE(eventually([&] { return r.at(1).stats().heartbeats > 10; }));
+  node->stop();
+  EXPECT_TRUE(contains(r.at(1).wait_failed(2000ms), SenderKind::kMemory, 4));
+  r.at(1).unwatch(SenderKind::kMemory, 4);  // handled (reported until then)
+  // 7 is still retired; reinstated, it counts as heard then, so it is
+  // failed although it never sent a heartbeat (it died right after it
+  // came back).
+  EXPECT_FALSE(contains(r.at(1).wait_failed(50ms), SenderKind::kMemory, 7));
+  r.at(1).retire_exactly({}, 7);
+  EXPECT_TRUE(contains(r.at(1).wait_failed(2000ms), SenderKind::kMemory, 7));
+}
+
 TEST(MemdHeartbeats, BadReplicaListIsAUsageError) {
   std::string out;
   testing::TempDir dir;

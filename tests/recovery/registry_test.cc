@@ -118,6 +118,62 @@ TEST(RegistryRecords, MemoryNodeIdsRoundTripAndMustMatchTheList) {
 
 // After a whole-cluster restart the daemons listen on new ports; the record
 // takes their addresses only when they are exactly the live nodes it had.
+TEST(RegistryRecords, RestoringTakesOnlyAFailedNodeToAnAddressNobodyHas) {
+  ClusterRecord c;
+  c.cluster_id = 0xabc;
+  c.epoch = 7;
+  c.memory_nodes = {Endpoint{"127.0.0.1", 7001}, Endpoint{"127.0.0.1", 7002}, Endpoint{"127.0.0.1", 7003}};
+  c.memory_node_ids = {1, 2, 3};
+  c.failed_memory = {FailedMemoryNode{2, Endpoint{"127.0.0.1", 7002}}, FailedMemoryNode{3, Endpoint{"127.0.0.1", 7003}}};
+  const Endpoint fresh{"127.0.0.1", 8002};
+  auto back = restored(c, 2, fresh);
+  ASSERT_TRUE(back) << back.status().to_string();
+  EXPECT_EQ(back->epoch, 8u);
+  EXPECT_EQ(back->memory_nodes[1], fresh);
+  EXPECT_EQ(back->memory_node_ids, c.memory_node_ids);
+  EXPECT_EQ(back->failed_memory, (std::vector<FailedMemoryNode>{c.failed_memory[1]}));
+  EXPECT_EQ(live_memory_nodes(*back), (std::vector<Endpoint>{c.memory_nodes[0], fresh}));
+  // Its own old address is free again (the dead daemon is gone).
+  EXPECT_TRUE(restored(c, 2, Endpoint{"127.0.0.1", 7002}));
+
+  struct Case {
+    const char* what;
+    ClusterRecord rec;
+    uint32_t id;
+    Endpoint at;
+    Errc code;
+  };
+  ClusterRecord no_ids = c;
+  no_ids.memory_node_ids.clear();
+  const Case refused[] = {
+      {"a live node", c, 1, fresh, Errc::kInvalidArgument},
+      {"an unknown node", c, 9, fresh, Errc::kInvalidArgument},
+      {"a live node's address", c, 2, c.memory_nodes[0], Errc::kConflict},
+      {"another failed node's address", c, 2, Endpoint{"127.0.0.1", 7003}, Errc::kConflict},
+      {"a record without node ids", no_ids, 2, fresh, Errc::kUnsupported},
+  };
+  for (const Case& k : refused) {
+    auto r = restored(k.rec, k.id, k.at);
+    ASSERT_FALSE(r) << k.what;
+    EXPECT_EQ(r.status().code(), k.code) << k.what << ": " << r.status().to_string();
+  }
+}
+
+TEST(RegistryRecords, ReplaceRequestRoundTrips) {
+  ReplaceRequest r{3, Endpoint{"127.0.0.1", 9003}, {}};
+  auto back = decode_replace_request(encode_replace_request(r));
+  ASSERT_TRUE(back) << back.status().to_string();
+  EXPECT_EQ(*back, r);
+  r.error = "invalid-argument: table accounts is too full\nsecond line";
+  back = decode_replace_request(encode_replace_request(r));
+  ASSERT_TRUE(back) << back.status().to_string();
+  EXPECT_EQ(back->error, "invalid-argument: table accounts is too full second line");
+  for (const char* bad : {"node=3\n", "endpoint=127.0.0.1:1\n", "node=x\nendpoint=127.0.0.1:1\n",
+                          "node=3\nendpoint=nohost\n", "garbage\n"}) {
+    EXPECT_FALSE(decode_replace_request(bad)) << bad;
+  }
+}
+
 TEST(RegistryRecords, ReaddressingTakesExactlyTheLiveNodes) {
   ClusterRecord c;
   c.cluster_id = 0xabc;
