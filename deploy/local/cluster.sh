@@ -7,6 +7,7 @@
 #   bash deploy/local/cluster.sh status --dir /tmp/pandora-cluster
 #   bash deploy/local/cluster.sh stop   --dir /tmp/pandora-cluster [--keep]
 #   bash deploy/local/cluster.sh restart --dir /tmp/pc --fd-replicas 3   (after stop --keep, or a crash of all)
+#   bash deploy/local/cluster.sh replace --dir /tmp/pc --node 3          (a failed-over node, filled again)
 #
 # State recorded in DIR (so stop/status and clients find everything):
 #   secret          the cluster secret (mode 600)
@@ -14,6 +15,7 @@
 #   region_dir      where the regions live
 #   node<i>.pid     daemon pid            node<i>.port   its TCP port
 #   node<i>.log     its stdout+stderr     node<i>.region its region file
+#   region_size, log_size   what start gave --size / --log-size (for replace)
 #   endpoints       HOST:PORT,HOST:PORT,... (for --nodes of the clients)
 # With --zookeeper:
 #   zk/             the ensemble (deploy/local/zookeeper.sh --dir DIR/zk)
@@ -30,7 +32,7 @@ user="$(id -un 2>/dev/null || echo "uid$(id -u)")"
 
 usage() {
   cat <<USAGE
-Usage: bash deploy/local/cluster.sh start|start-fd|stop|restart|status [options]
+Usage: bash deploy/local/cluster.sh start|start-fd|stop|restart|replace|status [options]
 
 Starts, stops or lists N pandora-memd daemons on 127.0.0.1 (loopback only).
 Each listens on a kernel-chosen port (port 0 + --port-file) and maps a region
@@ -88,6 +90,13 @@ Failure detection (start; off unless asked for):
   --fd PATH          pandora-fd binary     [build/release/recovery/pandora-fd]
   --ctl PATH         pandora-ctl binary    [build/release/deploy/pandora-ctl]
 
+replace --node I brings failed-over memory node I back (recovery/README.md,
+"Re-replication"): a daemon on a fresh region (the node's stale one is
+removed) under node id I, then 'pandora-ctl replace-memory-node', with which
+the detector's leader fills it from the live replicas while every compute
+node is paused, and records it (compute nodes reconnect as they resume).
+The region gets start's --size and --log-size (recorded in DIR).
+
 start-fd starts --fd-replicas N replicas (default 3) for a cluster started
 with --zookeeper, after its tables were loaded: it returns once the leader
 has its data plane. (Loading first, with no detector running, spares the
@@ -119,8 +128,8 @@ cmd="$1"
 shift
 case "$cmd" in
   -h|--help) usage; exit 0 ;;
-  start|stop|status|start-fd|restart) ;;
-  *) usage >&2; die "unknown command '$cmd' (expected start, start-fd, stop, restart or status)" ;;
+  start|stop|status|start-fd|restart|replace) ;;
+  *) usage >&2; die "unknown command '$cmd' (expected start, start-fd, stop, restart, replace or status)" ;;
 esac
 
 dir=""
@@ -129,6 +138,7 @@ memd="$root/build/release/memory/pandora-memd"
 region_dir="/dev/shm/pandora-$user"
 size="128M"
 log_size="16M"
+replace_node=""
 threads=1
 busy_poll_us=0
 cluster_id=""
@@ -154,6 +164,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --dir) need_value "$@"; dir="$2"; shift 2 ;;
     --nodes) need_value "$@"; nodes="$2"; shift 2 ;;
+    --node) need_value "$@"; replace_node="$2"; shift 2 ;;
     --memd) need_value "$@"; memd="$2"; shift 2 ;;
     --region-dir) need_value "$@"; region_dir="$2"; shift 2 ;;
     --size) need_value "$@"; size="$2"; shift 2 ;;
@@ -372,6 +383,8 @@ start_all() {
   ensure_cluster_secret "$dir"
   cluster_id="$(ensure_cluster_id "$dir" "$cluster_id")"
   echo "$region_dir" >"$dir/region_dir"
+  echo "$size" >"$dir/region_size"
+  echo "$log_size" >"$dir/log_size"
 
   # With a failure detector, the daemons heartbeat its replicas so a memory
   # node's death is failed over (recovery/README.md): the replicas' UDP
@@ -609,6 +622,57 @@ restart_all() {
   start_fds 2
 }
 
+# replace: failed-over node --node I filled again (see usage).
+replace_one() {
+  [[ "$replace_node" =~ ^[1-9][0-9]*$ ]] || die "replace needs --node I (the failed-over node's index), got '$replace_node'"
+  local i="$replace_node" pid region port deadline
+  [[ -s "$dir/zk_connect" && -s "$dir/cluster_id" && -s "$dir/secret" ]] ||
+    die "no cluster with ZooKeeper recorded in $dir: replace needs the detector's leader to fill the node"
+  [[ -x "$memd" ]] || die "pandora-memd not found at '$memd' (build it: bash deploy/setup.sh release, or pass --memd PATH)"
+  [[ -x "$ctl_bin" ]] || die "pandora-ctl not found at '$ctl_bin' (build it: bash deploy/setup.sh release, or pass --ctl PATH)"
+  [[ -s "$dir/node$i.region" ]] || die "node$i is not recorded in $dir"
+  pid="$(cat "$dir/node$i.pid" 2>/dev/null || true)"
+  if is_memd_pid "$pid"; then
+    die "node$i's daemon still runs (pid $pid): only a failed-over node is replaced"
+  fi
+  cluster_id="$(cat "$dir/cluster_id")"
+  zk_root="$(cat "$dir/zk_root" 2>/dev/null || echo "$zk_root")"
+  [[ ! -s "$dir/region_size" ]] || size="$(cat "$dir/region_size")"
+  [[ ! -s "$dir/log_size" ]] || log_size="$(cat "$dir/log_size")"
+  local -a zk=(--zookeeper "$(cat "$dir/zk_connect")" --zk-root "$zk_root" --cluster-id "$cluster_id"
+               --secret-file "$dir/secret")
+  # Refused before anything is touched: a node that was never failed over.
+  if ! "$ctl_bin" status "${zk[@]}" </dev/null 2>/dev/null |
+      sed -n 's/^failed over (out of the configuration)://p' | grep -qw "node $i"; then
+    die "node$i is not failed over (pandora-ctl status): only a failed-over node is replaced"
+  fi
+  # Its old region is stale: a fresh one under the same path.
+  region="$(cat "$dir/node$i.region")"
+  rm -f -- "$region"
+  rm -rf -- "$region".shm.??????
+  rm -f -- "$dir/node$i.port"
+  launch_memd "$i" --size "$size" --log-size "$log_size"
+  pid="$(cat "$dir/node$i.pid")"
+  deadline=$((SECONDS + 30))
+  port="$(wait_port_file "cluster.sh: node$i" "$pid" "$dir/node$i.port" "$dir/node$i.log" "$deadline")" ||
+    die "the replacement daemon for node$i did not start"
+  echo "==> node$i: replacement daemon pid $pid, 127.0.0.1:$port, fresh region $region"
+  if ! "$ctl_bin" replace-memory-node "$i" --endpoint "127.0.0.1:$port" "${zk[@]}" </dev/null; then
+    stop_pids "cluster.sh: pid" is_memd_pid "$pid" || true
+    rm -f -- "$dir/node$i.pid" "$dir/node$i.port"
+    die "node$i was not brought back (see above); its replacement daemon is stopped"
+  fi
+  local endpoints="" n
+  for n in $(recorded_nodes); do
+    pid="$(cat "$dir/node$n.pid" 2>/dev/null || true)"
+    if is_memd_pid "$pid" && [[ -s "$dir/node$n.port" ]]; then
+      endpoints+="${endpoints:+,}127.0.0.1:$(cat "$dir/node$n.port")"
+    fi
+  done
+  echo "$endpoints" >"$dir/endpoints"
+  echo "==> endpoints: $endpoints"
+}
+
 # start-fd: a detector for a running cluster started with --zookeeper.
 start_fd_only() {
   [[ -s "$dir/zk_connect" && -s "$dir/cluster_id" ]] ||
@@ -632,6 +696,7 @@ case "$cmd" in
   start) start_all ;;
   start-fd) start_fd_only ;;
   restart) restart_all ;;
+  replace) replace_one ;;
   stop)
     [[ -d "$dir" ]] || die "no cluster state directory $dir"
     stop_all && echo "==> cluster in $dir stopped" || { echo "==> cluster in $dir stopped (some daemons needed SIGKILL)"; exit 1; }
