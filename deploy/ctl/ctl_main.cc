@@ -277,6 +277,12 @@ class Ctl {
       for (const FailedMemoryNode& f : c.failed_memory) fmt::print(" node {} at {}", f.node_id, f.endpoint.to_string());
     }
     fmt::print("\nlog area: {} lanes of {} bytes\nprotocol: {}\n", c.lanes, c.lane_bytes, c.protocol);
+    if (auto req = r.replacement_request(); !req) {
+      return fail(req.status());
+    } else if (*req) {
+      fmt::print("replacement requested: memory node {} by the daemon at {}{}\n", (*req)->node_id,
+                 (*req)->endpoint.to_string(), (*req)->error.empty() ? "" : " - failed: " + (*req)->error);
+    }
     auto reps = r.replicas();
     if (!reps) return fail(reps.status());
     fmt::print("fd replicas ({}):", reps->size());

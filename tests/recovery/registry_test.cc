@@ -4,6 +4,7 @@
 // lifetimes on a default-sized log area (pids retire, lane slots come back).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -429,6 +430,67 @@ TEST_F(RegistryZkTest, FailingAMemoryNodeBumpsTheEpochOnce) {
   EXPECT_EQ(now->epoch, 2u);
   EXPECT_EQ(now->failed_memory.size(), 1u);
   EXPECT_EQ(now->memory_nodes.size(), 2u) << "the configured list stays; failed_memory says who is out";
+}
+
+// A replacement's request, its failure, and its end: the record lists the
+// node live at its new address, and the pause (with an acknowledgement in
+// it), the request and the relocation journal go in the same write.
+TEST_F(RegistryZkTest, RestoringAMemoryNodeEndsThePauseAndTheRequestInOneWrite) {
+  ClusterRecord c = one_node_cluster(0x6262);
+  c.memory_nodes.push_back(Endpoint{"127.0.0.1", 7001});
+  c.memory_node_ids = {1, 2};
+  ASSERT_TRUE(Registry::init(zk_options(), root("replace"), c, log_));
+  auto reg = Registry::open(zk_options(), root("replace"), 0x6262, log_);
+  ASSERT_TRUE(reg) << reg.status().to_string();
+  Registry& r = **reg;
+  auto none = r.replacement_request();
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(*none);
+  ASSERT_TRUE(r.fail_memory_node(FailedMemoryNode{2, Endpoint{"127.0.0.1", 7001}}, 21));
+  ASSERT_TRUE(r.end_pause());
+
+  const ReplaceRequest req{2, Endpoint{"127.0.0.1", 8002}, {}};
+  ASSERT_TRUE(r.request_replacement(req));
+  auto twice = r.request_replacement(ReplaceRequest{2, Endpoint{"127.0.0.1", 8003}, {}});
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.code(), Errc::kAlreadyExists) << twice.to_string();
+  std::atomic<bool> changed{false};
+  auto pending = r.replacement_request([&] { changed = true; });
+  ASSERT_TRUE(pending && *pending);
+  EXPECT_EQ(**pending, req);
+  ASSERT_TRUE(r.fail_replacement("invalid-argument: no room"));
+  pending = r.replacement_request();
+  ASSERT_TRUE(pending && *pending);
+  EXPECT_EQ((*pending)->error, "invalid-argument: no room");
+  for (int i = 0; i < 500 && !changed; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(changed) << "the watch fires when the leader records an error";
+  ASSERT_TRUE(r.withdraw_replacement());
+  ASSERT_TRUE(r.withdraw_replacement()) << "idempotent";
+
+  // Again, and this time the leader finishes: pause, an ack, a journal.
+  ASSERT_TRUE(r.request_replacement(req));
+  ASSERT_TRUE(r.begin_pause(22, {}));
+  ASSERT_TRUE(r.ack_pause(5, 22));
+  ASSERT_TRUE(r.zk().create(r.path("relocations"), "1 2 3 4\n"));
+  auto back = r.restore_memory_node(2, req.endpoint);
+  ASSERT_TRUE(back) << back.status().to_string();
+  EXPECT_EQ(back->epoch, 3u);
+  EXPECT_TRUE(back->failed_memory.empty());
+  EXPECT_EQ(back->memory_nodes[1], req.endpoint);
+  EXPECT_EQ(r.cluster().epoch, 3u);
+  auto paused = r.pause_in_progress();
+  ASSERT_TRUE(paused);
+  EXPECT_FALSE(*paused);
+  auto gone = r.replacement_request();
+  ASSERT_TRUE(gone);
+  EXPECT_FALSE(*gone);
+  auto journal = r.zk().exists(r.path("relocations"));
+  ASSERT_TRUE(journal);
+  EXPECT_FALSE(*journal);
+  // Once back, it is not restored twice.
+  auto again = r.restore_memory_node(2, req.endpoint);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.status().code(), Errc::kInvalidArgument);
 }
 
 // A pause a dead leader left behind is told apart by what it names: a
