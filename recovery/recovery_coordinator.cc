@@ -471,13 +471,6 @@ Result<RebuildReport> RecoveryCoordinator::replace_memory_node(const ReplaceRequ
   }
   auto repl = cluster_.connect_replacement(*index, req.endpoint);
   if (!repl) return repl.status();
-  // Fenced pids stay fenced there (their latches may still be on it once
-  // rows are copied; a fenced process must not reach it).
-  auto failed = registry_.failed();
-  if (!failed) return failed.status();
-  for (uint16_t pid : *failed) {
-    if (Status s = admin_.fence({req.endpoint}, pid); !s) return s;
-  }
   const auto pause_start = Clock::now();
   const uint64_t epoch = new_pause_epoch();
   if (Status s = registry_.begin_pause(epoch, {}); !s) return s;
@@ -487,6 +480,15 @@ Result<RebuildReport> RecoveryCoordinator::replace_memory_node(const ReplaceRequ
   auto recovered = park_everyone(epoch, pause_start, why);
   if (!recovered) return recovered.status();
   const uint64_t parked_us = us_since(pause_start);
+  // Fenced pids stay fenced there (a fenced process must not reach the
+  // node through it), those recovered in this pause included; a pid that
+  // fails from here on is fenced by its recovery, which reads the record
+  // that lists the node.
+  auto failed = registry_.failed();
+  if (!failed) return failed.status();
+  for (uint16_t pid : *failed) {
+    if (Status s = admin_.fence({req.endpoint}, pid); !s) return s;
+  }
   std::vector<Connection*> conns(cluster_.bootstrap_connections().begin(), cluster_.bootstrap_connections().end());
   conns[*index] = repl->get();
   ZkRelocationJournal journal(registry_);
