@@ -1507,6 +1507,11 @@ TEST_F(FailoverTest, ALeaderDyingInAReplacementIsFinishedByTheNext) {
   EXPECT_NE(successors.find(fmt::format("memory node {} is back at {}", node_id, node.endpoint().to_string())),
             std::string::npos) << fds_[2]->tail() << fds_[3]->tail();
   ASSERT_NO_FATAL_FAILURE(wait_recovered(*armed_pid, 60s, "the dead leader's own pid"));
+  // Published failed before the replacement ran (the successor recovers
+  // its predecessor first), so fenced there too: the node refuses it.
+  auto fenced = ControlClient::connect(node.endpoint(), node.identity(*armed_pid), 5s);
+  ASSERT_FALSE(fenced) << "the dead leader's pid logged in at the replacement";
+  EXPECT_EQ(fenced.status().code(), Errc::kFenced) << fenced.status().to_string();
   ASSERT_NO_FATAL_FAILURE(expect_commits_grow({&a, &b}, "after the node was replaced"));
   for (Compute* c : {&a, &b}) {
     auto done = c->proc->wait(120s);
