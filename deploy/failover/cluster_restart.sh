@@ -14,7 +14,9 @@
 # restarted cluster again; at the end one bench runs with its own check.
 # Before round --memory-failure-round memory node 3 is killed alone and
 # failed over first, so that restart must leave it down (its region is
-# stale) and bring the cluster back on the other two.
+# stale) and bring the cluster back on the other two; after the last round
+# it is replaced (cluster.sh replace) and verify must find every row on
+# each of its replicas again.
 #
 #   bash deploy/failover/cluster_restart.sh [--rounds 3] [--out DIR]
 #
@@ -228,6 +230,18 @@ sys.exit(1 if problems else 0)
 PY
   tail -n 1 "$out/rounds.csv"
 done
+
+# The memory node failed over before a restart comes back after it: its
+# replacement is filled from the live replicas, after which every row is on
+# each of its replicas again (verify) and the final bench runs on all three.
+if [[ $memory_failure_round -ge 1 && $memory_failure_round -le $rounds ]]; then
+  bash "$root/deploy/local/cluster.sh" replace --dir "$state" --node 3 "${cl_bins[@]}" >"$out/replace.log" 2>&1 ||
+    { tail -n 20 "$out/replace.log" >&2; die "cluster.sh replace of node 3 after the restarts failed"; }
+  ! ctl_status | grep -q '^failed over' || die "memory node 3 is still failed over after cluster.sh replace"
+  "$ctl" verify "${ctl_args[@]}" >"$out/verify_replaced.log" 2>&1 </dev/null ||
+    die "pandora-ctl verify after the replacement found problems (log: $out/verify_replaced.log)"
+  echo "memory node 3 replaced after the restarts: $(grep -o 'configuration epoch [0-9]*' "$out/replace.log" | tail -n 1)"
+fi
 
 # The restarted cluster runs transactions and checks them itself.
 "$bench" "${common[@]}" --threads 1 --coordinators "$coordinators" --seconds 2 --warmup-seconds 0 \
