@@ -200,6 +200,17 @@ TEST_P(ReplicaRebuildTest, ANodeInTheConfigurationIsNotRebuilt) {
   auto wrong = cluster_->connect_replacement(kDead, memds_->memd(0).endpoint());
   ASSERT_FALSE(wrong);
   EXPECT_EQ(wrong.status().code(), Errc::kMismatch);
+  // Nor one for node 3 whose region has another size (its log area would
+  // start elsewhere).
+  const auto& o = memds_->memd(kDead).options();
+  TempDir dir;
+  MemdProcess bigger(dir.path(), {.node_id = 3, .cluster_id = o.cluster_id, .size = "32M", .log_size = o.log_size,
+                                  .secret = o.secret});
+  ASSERT_TRUE(bigger.start()) << bigger.last_error();
+  auto sized = cluster_->connect_replacement(kDead, bigger.endpoint());
+  ASSERT_FALSE(sized);
+  EXPECT_EQ(sized.status().code(), Errc::kMismatch) << sized.status().to_string();
+  EXPECT_NE(sized.status().message().find("needs a region of"), std::string::npos) << sized.status().to_string();
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ReplicaRebuildTest, ::testing::Values(Backend::kTcp, Backend::kShm),
