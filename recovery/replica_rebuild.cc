@@ -49,6 +49,14 @@ class Rebuild {
         o_(options),
         batch_(conns, batch_timeout(cluster)) {}
 
+  // Step 5 alone (clear_replacement_log()).
+  Status zero_log_only() {
+    if (target_ >= conns_.size() || conns_[target_] == nullptr) {
+      return Status(Errc::kInvalidArgument, "no connection to the replacement node");
+    }
+    return zero_log_area();
+  }
+
   // Step 1 alone (finish_relocations()).
   Result<uint64_t> finish_only() {
     if (!c_.has_directory()) return Status(Errc::kInvalidArgument, "the table directory is not loaded");
@@ -80,7 +88,9 @@ class Rebuild {
     const auto relocate_start = std::chrono::steady_clock::now();
     if (Status s = relocate_conflicts(); !s) return s;
     report_.relocate_us = us_since(relocate_start);
-    if (Status s = zero_log_area(); !s) return s;
+    if (o_.zero_log) {
+      if (Status s = zero_log_area(); !s) return s;
+    }
     return report_;
   }
 
@@ -182,15 +192,21 @@ class Rebuild {
     std::vector<std::vector<uint8_t>> in(c_.node_count());
     std::vector<uint8_t> out;
     std::vector<uint64_t> keys_here;
+    // Chunk k's WRITE to the target goes in one batch with chunk k+1's
+    // READs from the survivors, so the two directions overlap.
+    auto post_reads = [&](uint64_t b0) {
+      const uint64_t nb = std::min<uint64_t>(per_io, t.bucket_count - b0);
+      for (size_t n : live_) {
+        in[n].resize(nb * bb);
+        batch_.read(n, bucket_offset(t, b0), in[n].data(), static_cast<uint32_t>(nb * bb));
+        report_.bytes_read += nb * bb;
+      }
+    };
+    post_reads(0);
+    if (Status s = io(fmt::format("reading table {}", table_name(t))); !s) return s;
     for (uint64_t b0 = 0; b0 < t.bucket_count; b0 += per_io) {
       const uint64_t nb = std::min<uint64_t>(per_io, t.bucket_count - b0);
       const uint64_t base = bucket_offset(t, b0);
-      for (size_t n : live_) {
-        in[n].resize(nb * bb);
-        batch_.read(n, base, in[n].data(), static_cast<uint32_t>(nb * bb));
-        report_.bytes_read += nb * bb;
-      }
-      if (Status s = io(fmt::format("reading table {}", table_name(t))); !s) return s;
       out.assign(nb * bb, 0);
       for (uint64_t i = 0; i < nb * t.slots_per_bucket; ++i) {
         uint8_t* o = out.data() + i * t.slot_bytes;
@@ -230,7 +246,8 @@ class Rebuild {
       }
       batch_.write(target_, base, out.data(), static_cast<uint32_t>(out.size()));
       report_.bytes_written += out.size();
-      if (Status s = io(fmt::format("writing table {}", table_name(t))); !s) return s;
+      if (b0 + per_io < t.bucket_count) post_reads(b0 + per_io);  // `in` is consumed: refill it
+      if (Status s = io(fmt::format("copying table {}", table_name(t))); !s) return s;
     }
     return Status::ok();
   }
@@ -409,6 +426,16 @@ Result<std::vector<Relocation>> decode_relocations(std::string_view text) {
 Result<uint64_t> finish_relocations(const Cluster& cluster, std::span<Connection* const> conns,
                                     RelocationJournal& journal, const Logger& logger) {
   return Rebuild(cluster, conns, SIZE_MAX, journal, logger, {}).finish_only();
+}
+
+Status clear_replacement_log(const Cluster& cluster, std::span<Connection* const> conns, size_t target,
+                             const Logger& logger) {
+  class NoJournal final : public RelocationJournal {
+    Result<std::vector<Relocation>> read() override { return std::vector<Relocation>{}; }
+    Status write(const std::vector<Relocation>&) override { return Status::ok(); }
+    Status clear() override { return Status::ok(); }
+  } none;
+  return Rebuild(cluster, conns, target, none, logger, {}).zero_log_only();
 }
 
 Result<RebuildReport> rebuild_memory_node(const Cluster& cluster, std::span<Connection* const> conns, size_t target,

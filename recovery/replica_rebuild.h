@@ -29,7 +29,11 @@
 //      (RelocationJournal: ZooKeeper in the product), move the rows, clear
 //      the journal.
 //   5. The replacement's log area zeroed: it logs for nobody yet, and a
-//      reused region's old records must not be found by a later recovery.
+//      reused region's old records must not be found by a later recovery
+//      (the recovery coordinator does this before its pause).
+//
+// Each chunk's WRITE to the replacement is posted with the next chunk's
+// READs from the survivors, so the two overlap.
 //
 // Idempotent: a re-run (with any replacement daemon) rewrites every byte it
 // owns. The caller fences the pids already fenced elsewhere on the
@@ -88,6 +92,10 @@ struct RebuildOptions {
   // Called after a batch was journaled and its rows written at their new
   // slots, before the old slots are freed (tests: a crash there).
   std::function<void()> after_moves_written;
+  // Step 5. The recovery coordinator clears the log area before its pause
+  // (clear_replacement_log: nobody uses the node until it is back) and
+  // passes false.
+  bool zero_log = true;
 };
 
 // Fills node `target` of `cluster` (failed over: out of the applied
@@ -95,6 +103,10 @@ struct RebuildOptions {
 // the live nodes through the other conns. kInvalidArgument when a conflicting row
 // finds no slot free on all its replicas (nothing is lost: the rows moved
 // so far are on every survivor, and a re-run starts over).
+// Step 5 alone: zeroes node `target`'s log area through conns[target].
+Status clear_replacement_log(const Cluster& cluster, std::span<Connection* const> conns, size_t target,
+                             const Logger& logger);
+
 // Step 1 alone: finishes the moves `journal` holds on the live nodes of
 // `cluster` and clears it; returns how many were finished. Until it has
 // run, a row a cut-short rebuild was moving may sit at two slots of a
