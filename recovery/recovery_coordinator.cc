@@ -425,39 +425,6 @@ Status RecoveryCoordinator::fail_over_memory_node(uint32_t node_id) {
   return Status::ok();
 }
 
-namespace {
-
-// The rebuild's journal of row moves: <root>/relocations (a few tens of
-// bytes per move; RebuildOptions::journal_batch moves per write).
-class ZkRelocationJournal final : public RelocationJournal {
- public:
-  explicit ZkRelocationJournal(Registry& registry) : r_(registry) {}
-  Result<std::vector<Relocation>> read() override {
-    auto node = r_.zk().get(r_.path("relocations"));
-    if (!node) {
-      if (node.status().code() == Errc::kNotFound) return std::vector<Relocation>{};
-      return node.status();
-    }
-    return decode_relocations(node->data);
-  }
-  Status write(const std::vector<Relocation>& moves) override {
-    const std::string text = encode_relocations(moves);
-    auto created = r_.zk().create(r_.path("relocations"), text);
-    if (created) return Status::ok();
-    if (created.status().code() != Errc::kAlreadyExists) return created.status();
-    return r_.zk().set(r_.path("relocations"), text);
-  }
-  Status clear() override {
-    Status s = r_.zk().remove(r_.path("relocations"));
-    return s.code() == Errc::kNotFound ? Status::ok() : s;
-  }
-
- private:
-  Registry& r_;
-};
-
-}  // namespace
-
 Result<RebuildReport> RecoveryCoordinator::replace_memory_node(const ReplaceRequest& req) {
   const auto start = Clock::now();
   auto cr = registry_.refresh_cluster();
@@ -496,7 +463,8 @@ Result<RebuildReport> RecoveryCoordinator::replace_memory_node(const ReplaceRequ
   for (uint16_t pid : *failed) {
     if (Status s = admin_.fence({req.endpoint}, pid); !s) return s;
   }
-  ZkRelocationJournal journal(registry_);
+  const auto journal_ptr = registry_.relocation_journal();
+  RelocationJournal& journal = *journal_ptr;
   RebuildOptions ro;
   ro.zero_log = false;
   auto report = rebuild_memory_node(cluster_, conns, *index, journal, logger_, ro);
@@ -538,8 +506,8 @@ Status RecoveryCoordinator::resume(uint16_t self) {
   {
     // A rebuild cut short may have left rows at two slots of a survivor:
     // nobody runs again before its journaled moves are finished.
-    ZkRelocationJournal journal(registry_);
-    auto finished = finish_relocations(cluster_, cluster_.bootstrap_connections(), journal, logger_);
+    auto finished = finish_relocations(cluster_, cluster_.bootstrap_connections(), *registry_.relocation_journal(),
+                                       logger_);
     if (!finished) return finished.status();
     if (*finished) logger_.info("finished {} row move(s) of a replacement's rebuild cut short", *finished);
     auto paused = registry_.paused_for_memory();

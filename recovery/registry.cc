@@ -649,6 +649,43 @@ Status Registry::withdraw_replacement() {
   return s.code() == Errc::kNotFound ? Status::ok() : s;
 }
 
+namespace {
+
+// <root>/relocations: the rebuild's moves, as encode_relocations() text.
+class ZkRelocationJournal final : public RelocationJournal {
+ public:
+  ZkRelocationJournal(zk::ZkClient& zk, std::string path) : zk_(zk), path_(std::move(path)) {}
+  Result<std::vector<Relocation>> read() override {
+    auto node = zk_.get(path_);
+    if (!node) {
+      if (node.status().code() == Errc::kNotFound) return std::vector<Relocation>{};
+      return node.status();
+    }
+    return decode_relocations(node->data);
+  }
+  Status write(const std::vector<Relocation>& moves) override {
+    const std::string text = encode_relocations(moves);
+    auto created = zk_.create(path_, text);
+    if (created) return Status::ok();
+    if (created.status().code() != Errc::kAlreadyExists) return created.status();
+    return zk_.set(path_, text);
+  }
+  Status clear() override {
+    Status s = zk_.remove(path_);
+    return s.code() == Errc::kNotFound ? Status::ok() : s;
+  }
+
+ private:
+  zk::ZkClient& zk_;
+  std::string path_;
+};
+
+}  // namespace
+
+std::unique_ptr<RelocationJournal> Registry::relocation_journal() {
+  return std::make_unique<ZkRelocationJournal>(*zk_, path("relocations"));
+}
+
 Result<ClusterRecord> Registry::restore_memory_node(uint32_t node_id, const Endpoint& endpoint) {
   for (int attempt = 0; attempt < 100; ++attempt) {
     auto node = zk_->get(path("cluster"));

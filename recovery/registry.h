@@ -44,6 +44,7 @@
 #include "common/logger.h"
 #include "common/status.h"
 #include "common/zk/zk_client.h"
+#include "recovery/relocation_journal.h"
 
 namespace pandora {
 
@@ -224,6 +225,9 @@ class Registry {
   // 1, versioned, lost races retried), the pause ended, the request and
   // the relocation journal removed. cluster() returns the record after.
   Result<ClusterRecord> restore_memory_node(uint32_t node_id, const Endpoint& endpoint);
+  // The rebuild's journal of row moves, <root>/relocations (a few tens of
+  // bytes per move). Valid while this registry is.
+  std::unique_ptr<RelocationJournal> relocation_journal();
   // Whether a stop-the-world pause is in progress (<root>/pause exists).
   Result<bool> pause_in_progress();
   // A pause is in progress and names no failed pid: a memory node's

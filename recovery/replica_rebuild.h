@@ -49,33 +49,9 @@
 #include "common/status.h"
 #include "common/transport/transport.h"
 #include "compute/cluster.h"
+#include "recovery/relocation_journal.h"
 
 namespace pandora {
-
-// One row moving from slot `from` to slot `to` of its table on every
-// replica of its shard.
-struct Relocation {
-  uint32_t table_id = 0;
-  uint64_t key = 0;
-  uint64_t from = 0;
-  uint64_t to = 0;
-  bool operator==(const Relocation&) const = default;
-};
-
-// Where the rebuild writes down the row moves it is about to make, so that
-// a re-run can finish them (it must outlive the rebuild's process).
-class RelocationJournal {
- public:
-  virtual ~RelocationJournal() = default;
-  virtual Result<std::vector<Relocation>> read() = 0;
-  virtual Status write(const std::vector<Relocation>& moves) = 0;
-  virtual Status clear() = 0;
-};
-
-// Text form of a journal ("TABLE KEY FROM TO" per line, decimal), and back
-// (kCorrupt on anything else).
-std::string encode_relocations(const std::vector<Relocation>& moves);
-Result<std::vector<Relocation>> decode_relocations(std::string_view text);
 
 struct RebuildReport {
   uint64_t rows = 0;          // rows written to the replacement

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <set>
@@ -22,6 +23,9 @@
 #include "recovery/recycler.h"
 #include "recovery/recovery_coordinator.h"
 #include "recovery/registry.h"
+#include "recovery/table_audit.h"
+#include "recovery/replica_rebuild.h"
+#include "compute/scheduler.h"
 #include "tests/compute/compute_test_support.h"
 #include "tests/support/memd_cluster.h"
 #include "testing/zk_ensemble.h"
@@ -899,6 +903,87 @@ TEST_F(RegistryZkTest, PublishingCreatesOrSetsTheRecord) {
   auto failed = rg.failed();
   ASSERT_TRUE(failed);
   EXPECT_EQ(*failed, pids);
+}
+
+// A replacement's rebuild dies between writing moved rows at their new
+// slots and freeing the old ones (the leader crashed): rows sit at two
+// slots of their survivor, their moves journaled in ZooKeeper. The next
+// leader's resume() finishes the journal before anything else - before it
+// could end a pause and let a transaction update one copy - so every row is
+// once on its node again, and the journal is gone.
+TEST_F(RegistryZkTest, ANewLeaderFinishesTheRowMovesOfARebuildCutShort) {
+  testing::MemdCluster memds(3, "16M", "2M");
+  ASSERT_TRUE(memds.ok()) << memds.error();
+  ComputeConfig base = memds.config(1, Backend::kTcp, 2);
+  ClusterRecord c;
+  c.cluster_id = base.cluster_id;
+  c.memory_nodes = base.memory_nodes;
+  c.memory_node_ids = {1, 2, 3};
+  c.lane_bytes = testing::kTestLaneBytes;
+  c.lanes = static_cast<uint32_t>((2u << 20) / c.lane_bytes);
+  ASSERT_TRUE(Registry::init(zk_options(), root("rebuild"), c, log_));
+  auto reg = Registry::open(zk_options(), root("rebuild"), c.cluster_id, log_);
+  ASSERT_TRUE(reg) << reg.status().to_string();
+  auto leader = (*reg)->register_member(MemberRecord{.role = MemberRole::kFd}, 2);
+  ASSERT_TRUE(leader) << leader.status().to_string();
+  ComputeConfig lc = base;
+  lc.compute_id = leader->pid;
+  lc.lane_slot = leader->slot;
+  lc.lane_bytes = c.lane_bytes;
+  lc.threads = 1;
+  lc.coordinators = 1;
+  constexpr uint32_t kTable = 1;
+  auto cluster = testing::connect_with_accounts(lc, kTable, 200, 100);
+  ASSERT_TRUE(cluster);
+  // Node 3 fails over; rows inserted meanwhile collide on it.
+  memds.memd(2).kill9();
+  ASSERT_TRUE((*reg)->fail_memory_node(FailedMemoryNode{3, c.memory_nodes[2]}, 31));
+  ASSERT_TRUE((*reg)->end_pause());
+  cluster->declare_memory_failed(2);
+  ASSERT_TRUE(cluster->apply_memory_failures());
+  {
+    auto conns = cluster->open_connections();
+    ASSERT_TRUE(conns) << conns.status().to_string();
+    Worker w(*cluster, 0, 1, 0, std::move(*conns));
+    w.run([&](Coordinator& co) {
+      for (uint64_t k = 1000; k < 1120; ++k) {
+        Txn& t = co.txn();
+        t.begin();
+        ASSERT_EQ(t.insert(kTable, k, testing::i64_value(static_cast<int64_t>(k))), AbortReason::kNone);
+        ASSERT_TRUE(t.commit().committed) << k;
+      }
+    });
+  }
+  ASSERT_EQ(std::remove(memds.memd(2).region_path().c_str()), 0);
+  ASSERT_TRUE(memds.memd(2).restart());
+  auto repl = cluster->connect_replacement(2, memds.memd(2).endpoint());
+  ASSERT_TRUE(repl) << repl.status().to_string();
+  std::vector<Connection*> conns(cluster->bootstrap_connections().begin(), cluster->bootstrap_connections().end());
+  conns[2] = repl->get();
+  struct Crash {};
+  RebuildOptions cut;
+  cut.journal_batch = 3;
+  cut.after_moves_written = [] { throw Crash{}; };
+  EXPECT_THROW((void)rebuild_memory_node(*cluster, conns, 2, *(*reg)->relocation_journal(), log_, cut), Crash);
+  auto journaled = (*reg)->relocation_journal()->read();
+  ASSERT_TRUE(journaled) << journaled.status().to_string();
+  ASSERT_EQ(journaled->size(), 3u) << "the batch in flight is in ZooKeeper";
+  auto dup = audit_table(*cluster, kTable);
+  ASSERT_TRUE(dup) << dup.status().to_string();
+  EXPECT_FALSE(dup->clean()) << "the cut leaves rows at two slots";
+
+  RecoveryCoordinatorOptions ro;
+  ro.cluster_id = c.cluster_id;
+  ro.secret = base.secret;
+  RecoveryCoordinator next(**reg, *cluster, ro, log_, {});
+  ASSERT_TRUE(next.resume(leader->pid));
+  auto left = (*reg)->relocation_journal()->read();
+  ASSERT_TRUE(left);
+  EXPECT_TRUE(left->empty());
+  auto audit = audit_table(*cluster, kTable);
+  ASSERT_TRUE(audit) << audit.status().to_string();
+  EXPECT_TRUE(audit->clean()) << fmt::format("{}", fmt::join(audit->problems, "\n"));
+  EXPECT_EQ(audit->rows, 320u);
 }
 
 // Pid recycling with a tiny pid space: pids of failed nodes are issued
