@@ -633,7 +633,10 @@ replace_one() {
   [[ -s "$dir/node$i.region" ]] || die "node$i is not recorded in $dir"
   pid="$(cat "$dir/node$i.pid" 2>/dev/null || true)"
   if is_memd_pid "$pid"; then
-    die "node$i's daemon still runs (pid $pid): only a failed-over node is replaced"
+    # Live, or failed over while it still runs (cut off, not dead): its
+    # heartbeats would speak for the replacement under the same node id.
+    die "node$i's daemon still runs (pid $pid): only a failed-over node is replaced, and its old daemon must be" \
+      "stopped first"
   fi
   cluster_id="$(cat "$dir/cluster_id")"
   zk_root="$(cat "$dir/zk_root" 2>/dev/null || echo "$zk_root")"
