@@ -414,10 +414,17 @@ Status RecoveryCoordinator::fail_over_memory_node(uint32_t node_id) {
   auto record = registry_.fail_memory_node(FailedMemoryNode{node_id, cluster_.node(*index).endpoint}, epoch);
   if (!record) return record.status();
   if (crash_) crash_->hit(CrashPoint::kMemoryFailoverPaused);
-  const EndPause resume{registry_, logger_};
+  EndPause resume{registry_, logger_};
   const uint64_t record_us = us_since(pause_start);
   auto recovered = park_everyone(epoch, pause_start, fmt::format("memory node {}'s fail-over", node_id));
   if (!recovered) return recovered.status();
+  // A replacement's rebuild cut short (this node died under it, say) may
+  // have left rows at two slots of a survivor: not before they are
+  // finished does anyone run again.
+  if (auto finished = finish_pending_moves(); !finished) {
+    resume.armed = false;
+    return finished.status();
+  }
   logger_.info("memory node {} ({}) failed over: configuration epoch {} (record {} us), pause {} us, {} compute "
                "node(s) recovered in it",
                node_id, cluster_.node(*index).endpoint.to_string(), record->epoch, record_us, us_since(pause_start),
@@ -471,11 +478,14 @@ Result<RebuildReport> RecoveryCoordinator::replace_memory_node(const ReplaceRequ
   if (!report) {
     // Rows it was moving may sit at two slots of a survivor: finished
     // before anyone runs again, or the pause stays.
-    if (auto finished = finish_relocations(cluster_, cluster_.bootstrap_connections(), journal, logger_); !finished) {
+    if (auto finished = finish_pending_moves(); !finished) {
       resume.armed = false;
       logger_.error("memory node {}'s rebuild failed ({}) with row moves it could not finish ({}): the pause stays "
-                    "until a retry or the next leader finishes them", req.node_id, report.status().to_string(),
-                    finished.status().to_string());
+                    "until a retry, a fail-over or the next leader finishes them", req.node_id,
+                    report.status().to_string(), finished.status().to_string());
+      // Retried (as a transient failure) however the rebuild failed.
+      return Status(Errc::kUnavailable, fmt::format("{}; row moves left unfinished: {}", report.status().to_string(),
+                                                    finished.status().to_string()));
     }
     return report.status();
   }
@@ -489,6 +499,13 @@ Result<RebuildReport> RecoveryCoordinator::replace_memory_node(const ReplaceRequ
                *recovered, report->rows, report->relocated, report->resumed, report->scan_us + report->relocate_us,
                report->bytes_read >> 20, report->bytes_written >> 20, clear_us, us_since(start));
   return report;
+}
+
+Result<uint64_t> RecoveryCoordinator::finish_pending_moves() {
+  auto finished = finish_relocations(cluster_, cluster_.bootstrap_connections(), *registry_.relocation_journal(),
+                                     logger_);
+  if (finished && *finished) logger_.info("finished {} row move(s) of a replacement's rebuild cut short", *finished);
+  return finished;
 }
 
 Status RecoveryCoordinator::resume(uint16_t self) {
@@ -506,10 +523,8 @@ Status RecoveryCoordinator::resume(uint16_t self) {
   {
     // A rebuild cut short may have left rows at two slots of a survivor:
     // nobody runs again before its journaled moves are finished.
-    auto finished = finish_relocations(cluster_, cluster_.bootstrap_connections(), *registry_.relocation_journal(),
-                                       logger_);
+    auto finished = finish_pending_moves();
     if (!finished) return finished.status();
-    if (*finished) logger_.info("finished {} row move(s) of a replacement's rebuild cut short", *finished);
     auto paused = registry_.paused_for_memory();
     if (!paused) return paused.status();
     auto cr = registry_.refresh_cluster();

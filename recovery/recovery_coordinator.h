@@ -203,6 +203,11 @@ class RecoveryCoordinator {
   // many were recovered.
   Result<size_t> park_everyone(uint64_t epoch, std::chrono::steady_clock::time_point pause_start,
                                const std::string& why);
+  // finish_relocations() of the registry's journal through this
+  // coordinator's view (the moves of a rebuild cut short; see
+  // replica_rebuild.h): before any pause ends, since a row may sit at two
+  // slots of a survivor until then. Returns how many were finished.
+  Result<uint64_t> finish_pending_moves();
   // Compute members that have not acknowledged pause `epoch`, but `except`.
   Result<std::vector<uint16_t>> not_parked(uint64_t epoch, const std::vector<uint16_t>& except);
   // The authenticated push of a recovered pid to every compute node.

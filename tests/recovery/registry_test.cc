@@ -910,7 +910,8 @@ TEST_F(RegistryZkTest, PublishingCreatesOrSetsTheRecord) {
 // slots of their survivor, their moves journaled in ZooKeeper. The next
 // leader's resume() finishes the journal before anything else - before it
 // could end a pause and let a transaction update one copy - so every row is
-// once on its node again, and the journal is gone.
+// once on its node again, and the journal is gone; so does a fail-over's
+// pause before it ends.
 TEST_F(RegistryZkTest, ANewLeaderFinishesTheRowMovesOfARebuildCutShort) {
   testing::MemdCluster memds(3, "16M", "2M");
   ASSERT_TRUE(memds.ok()) << memds.error();
@@ -984,6 +985,24 @@ TEST_F(RegistryZkTest, ANewLeaderFinishesTheRowMovesOfARebuildCutShort) {
   ASSERT_TRUE(audit) << audit.status().to_string();
   EXPECT_TRUE(audit->clean()) << fmt::format("{}", fmt::join(audit->problems, "\n"));
   EXPECT_EQ(audit->rows, 320u);
+
+  // Cut short again (rows still collide), and this time a fail-over's
+  // pause - the re-run of node 3's - is what would end first: it finishes
+  // the moves before it ends.
+  EXPECT_THROW((void)rebuild_memory_node(*cluster, conns, 2, *(*reg)->relocation_journal(), log_, cut), Crash);
+  journaled = (*reg)->relocation_journal()->read();
+  ASSERT_TRUE(journaled);
+  ASSERT_EQ(journaled->size(), 3u);
+  ASSERT_TRUE(next.fail_over_memory_node(3));
+  left = (*reg)->relocation_journal()->read();
+  ASSERT_TRUE(left);
+  EXPECT_TRUE(left->empty());
+  auto paused = (*reg)->pause_in_progress();
+  ASSERT_TRUE(paused);
+  EXPECT_FALSE(*paused);
+  audit = audit_table(*cluster, kTable);
+  ASSERT_TRUE(audit) << audit.status().to_string();
+  EXPECT_TRUE(audit->clean()) << fmt::format("{}", fmt::join(audit->problems, "\n"));
 }
 
 // Pid recycling with a tiny pid space: pids of failed nodes are issued
