@@ -93,7 +93,21 @@ void Worker::start(const Task& task) {
   live_ = n;
 }
 
+void Worker::abandon_declared() {
+  const uint64_t declared = cluster_.declared_failed_mask();
+  if (declared == abandoned_) return;
+  // A restore withdraws a declaration (and refresh_connections reopens the
+  // node's connection): it may be abandoned again when declared again.
+  abandoned_ &= declared;
+  const uint64_t fresh = declared & ~abandoned_;
+  for (size_t i = 0; i < raw_.size(); ++i) {
+    if ((fresh >> i) & 1) raw_[i]->abandon();
+  }
+  abandoned_ = declared;
+}
+
 size_t Worker::step() {
+  abandon_declared();
   size_t progress = 0;
   for (uint32_t i : ready_) {
     Coroutine& co = *coros_[i];

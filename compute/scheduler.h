@@ -124,6 +124,10 @@ class Worker {
   std::vector<std::unique_ptr<Connection>> conns_;
   std::vector<Connection*> raw_;
   uint64_t failed_seen_ = 0;  // the cluster's applied failed nodes at the last refresh
+  uint64_t abandoned_ = 0;    // declared-failed nodes whose connections were abandoned
+  // Abandons the connections to nodes declared failed since the last call
+  // (Connection::abandon), so coordinators waiting on them resume now.
+  void abandon_declared();
   AddressCache cache_;
   std::vector<std::unique_ptr<Coordinator>> coordinators_;
   std::vector<uint32_t> yielded_;  // slots that called yield(): run again next round

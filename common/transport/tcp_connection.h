@@ -70,6 +70,9 @@ class TcpConnection final : public Connection {
   size_t wait(std::span<Completion> out, std::chrono::milliseconds timeout) override;
   size_t outstanding() const override { return ops_.size(); }
   Errc health() const override { return health_; }
+  void abandon() override {
+    if (health_ == Errc::kOk) fail_all(Errc::kDisconnected, Errc::kDisconnected);
+  }
   uint64_t data_begin() const override { return lo_; }
   uint64_t data_end() const override { return hi_; }
   std::string_view backend() const override { return "tcp"; }

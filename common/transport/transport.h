@@ -103,6 +103,13 @@ class Connection {
   // kDisconnected, kTimeout).
   virtual Errc health() const = 0;
 
+  // The memory node is declared failed: break the connection now, every
+  // outstanding operation completing with kDisconnected, instead of waiting
+  // for the operation timeout (a node cut off, not dead, never answers nor
+  // closes). Later posts complete locally as on any broken connection. A
+  // transport whose operations cannot hang (shm) does nothing.
+  virtual void abandon() {}
+
   // The accessible range of the region: [data_begin, data_end).
   virtual uint64_t data_begin() const = 0;
   virtual uint64_t data_end() const = 0;

@@ -55,6 +55,7 @@ class FaultConnection final : public Connection {
   }
   size_t outstanding() const override { return inner_->outstanding() + dropped_.size(); }
   Errc health() const override { return inner_->health(); }
+  void abandon() override { inner_->abandon(); }
   uint64_t data_begin() const override { return inner_->data_begin(); }
   uint64_t data_end() const override { return inner_->data_end(); }
   std::string_view backend() const override { return inner_->backend(); }

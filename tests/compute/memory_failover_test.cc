@@ -10,6 +10,9 @@
 // phase; log-a-latch's intents go to the log nodes, one of which may be the
 // dead one).
 #include <algorithm>
+#include <csignal>
+#include <thread>
+#include <future>
 #include <cstring>
 #include <tuple>
 
@@ -331,6 +334,60 @@ TEST(MemoryFailoverPlacementTest, ANodeJoiningAfterAFailOverSkipsTheFailedNode) 
   // No new tables on a degraded cluster: every shard would start short.
   const Status load = create_tables(c, {}, CreateTablesOptions{});
   EXPECT_EQ(load.code(), Errc::kUnavailable) << load.to_string();
+}
+
+// A memory node cut off rather than dead (SIGSTOP: its connection neither
+// answers nor closes): once it is declared failed, a coordinator waiting on
+// an operation to it resumes at once (Connection::abandon) and decides its
+// transaction, instead of waiting out the operation timeout - 10 minutes
+// here, so nothing else could end the wait within the test. (Measured
+// before: a fail-over of a stopped daemon stood 4.9 s, the default 5 s
+// timeout, waiting for the coordinators to park.)
+TEST(MemoryNodeCutOff, ADeclarationEndsTheWaitForAnOperationThatNeverAnswers) {
+  MemdCluster memds(3);
+  ASSERT_TRUE(memds.ok()) << memds.error();
+  ComputeConfig cfg = memds.config(1, Backend::kTcp, 2);
+  cfg.op_timeout = std::chrono::minutes(10);
+  cfg.memory_failover_wait = std::chrono::minutes(10);
+  auto cluster = connect_with_accounts(cfg, kAccounts, kRows, 100);
+  ASSERT_TRUE(cluster);
+  constexpr size_t kCut = 2;
+  uint64_t key = kRows;
+  for (uint64_t k = 0; k < kRows && key == kRows; ++k) {
+    if (cluster->replica_indexes(cluster->placement().shard_of(kAccounts, k))[0] == kCut) key = k;
+  }
+  ASSERT_LT(key, kRows);
+  auto conns = cluster->open_connections();
+  ASSERT_TRUE(conns) << conns.status().to_string();
+  Worker worker(*cluster, 0, 1, 0, std::move(*conns));
+  const pid_t cut = memds.memd(kCut).pid();
+  ASSERT_EQ(::kill(cut, SIGSTOP), 0);
+  std::promise<CommitOutcome> decided;
+  std::future<CommitOutcome> outcome = decided.get_future();
+  std::thread coordinator([&] {
+    worker.run([&](Coordinator& c) {
+      Txn& t = c.txn();
+      t.begin();
+      auto v = t.update(kAccounts, key);
+      if (!v) {
+        t.abort();
+        decided.set_value(CommitOutcome{false, v.reason(), c.engine().last_detail()});
+        return;
+      }
+      decided.set_value(t.commit());
+    });
+  });
+  // Usually after the READ to the stopped node is posted; a declaration
+  // that comes first must end the wait just the same.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  cluster->declare_memory_failed(kCut);
+  const bool in_time = outcome.wait_for(std::chrono::seconds(60)) == std::future_status::ready;
+  ::kill(cut, SIGCONT);  // lets a wait that was not abandoned end, so the thread can be joined
+  coordinator.join();
+  ASSERT_TRUE(in_time) << "the coordinator still waited on the cut-off node 60 s after its declaration";
+  const CommitOutcome o = outcome.get();
+  EXPECT_FALSE(o.committed) << "nothing was logged: it aborts";
+  EXPECT_EQ(o.reason, AbortReason::kFailedOver) << abort_reason_name(o.reason) << " " << o.detail.to_string();
 }
 
 }  // namespace
