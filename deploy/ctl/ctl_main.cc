@@ -211,6 +211,19 @@ class Ctl {
     Registry& r = **reg;
     const ClusterRecord old = r.cluster();
     if (auto check = restored(old, id, *ep); !check) return fail(check.status());
+    // The node's old daemon must be gone: one failed over while it ran (cut
+    // off, not dead) heartbeats under the same node id, and once the id is
+    // watched again it would keep a dead replacement looking alive.
+    for (const FailedMemoryNode& f : old.failed_memory) {
+      if (f.node_id != id || f.endpoint == *ep) continue;
+      auto still = ControlClient::connect(f.endpoint, admin(), std::chrono::seconds(2));
+      if (still && (*still)->region().node_id == id) {
+        return fail(Status(Errc::kConflict, fmt::format("memory node {}'s old daemon still answers at {} (it was "
+                                                        "failed over while it ran: cut off, not dead); stop it "
+                                                        "first - its heartbeats would speak for the replacement",
+                                                        id, f.endpoint.to_string())));
+      }
+    }
     auto found = probe({*ep});
     if (!found) return fail(found.status());
     if (found->at(0).node_id != id) {

@@ -3,9 +3,10 @@
 # local cluster (3 memory daemons, 2 replicas, a 3-server ZooKeeper
 # ensemble, 3 pandora-fd replicas), SmallBank's transfers mix (money only
 # moves) loaded, two pandora-bench processes running it throughout. Each
-# round SIGKILLs memory node 3's daemon - the original, then each
-# replacement in turn, so the detector must watch a replacement again - waits
-# for the fail-over, and brings the node back with
+# round SIGKILLs memory node 3's daemon - the original (round 1 SIGSTOPs it
+# instead, as if cut off, and checks that a replacement is refused while it
+# runs again), then each replacement in turn, so the detector must watch a
+# replacement again - waits for the fail-over, and brings the node back with
 # 'cluster.sh replace --node 3' (a fresh region filled from the live
 # replicas while every bench is paused). Recorded per round: kill ->
 # failed over, the replace command's wall time, and the leader's pause,
@@ -173,7 +174,10 @@ for ((r = 1; r <= rounds; r++)); do
   sleep 2
   before="$(fd_count 'memory node 3 (.*) failed over')"
   t0="$EPOCHREALTIME"
-  kill -KILL "$(cat "$state/node3.pid")"
+  node3_pid="$(cat "$state/node3.pid")"
+  # Round 1 stops the daemon instead (a node cut off, not dead): it is
+  # failed over all the same, and must be gone before it is replaced.
+  if [[ $r -eq 1 ]]; then kill -STOP "$node3_pid"; else kill -KILL "$node3_pid"; fi
   deadline=$((SECONDS + 60))
   while [[ "$(fd_count 'memory node 3 (.*) failed over')" -le "$before" ]]; do
     [[ $SECONDS -lt $deadline ]] || die "round $r: memory node 3 was not failed over within 60 s (detector logs: $state/fd*.log)"
@@ -181,6 +185,21 @@ for ((r = 1; r <= rounds; r++)); do
   done
   t1="$EPOCHREALTIME"
   if [[ $r -eq 1 ]]; then
+    # Refused while the old daemon runs again: by cluster.sh (its pid) and
+    # by pandora-ctl (it answers at its recorded address).
+    kill -CONT "$node3_pid"
+    if bash "$root/deploy/local/cluster.sh" replace --dir "$state" --node 3 "${cl_bins[@]}" >>"$out/refused.log" 2>&1; then
+      die "cluster.sh replace succeeded while node 3's old daemon ran"
+    fi
+    rc=0
+    "$ctl" replace-memory-node 3 --endpoint 127.0.0.1:1 "${zk[@]}" >>"$out/refused.log" 2>&1 </dev/null || rc=$?
+    [[ $rc -ne 0 ]] && grep -q "old daemon still answers" "$out/refused.log" ||
+      die "pandora-ctl replace-memory-node did not refuse while node 3's old daemon answered (see $out/refused.log)"
+    kill -KILL "$node3_pid"
+    # Gone once it is no process or a zombie (its reaper is not this shell).
+    while [[ -r "/proc/$node3_pid/stat" && "$(awk '{print $3}' "/proc/$node3_pid/stat" 2>/dev/null)" != Z ]]; do
+      sleep 0.05
+    done
     # Refused: a daemon at a live node's address, and one serving another
     # node id, are no replacement for node 3.
     live1="127.0.0.1:$(cat "$state/node1.port")"
@@ -192,11 +211,12 @@ for ((r = 1; r <= rounds; r++)); do
     [[ $rc -ne 0 ]] || die "pandora-ctl replace-memory-node of live node 2 succeeded"
     grep -q "is not failed over" "$out/refused.log" || die "replacing live node 2: unexpected refusal (see $out/refused.log)"
   fi
+  t_replace="$EPOCHREALTIME"
   bash "$root/deploy/local/cluster.sh" replace --dir "$state" --node 3 "${cl_bins[@]}" >>"$out/replace.log" 2>&1 ||
     { tail -n 20 "$out/replace.log" >&2; die "round $r: cluster.sh replace failed"; }
   t2="$EPOCHREALTIME"
-  python3 -c 'import sys; a, b, c = (float(x) for x in sys.argv[2:]); print(f"{sys.argv[1]},{int(a * 1e9)},{(b - a) * 1e3:.1f},{(c - b) * 1e3:.1f}")' \
-    "$r" "$t0" "$t1" "$t2" | tee -a "$out/rounds.csv"
+  python3 -c 'import sys; a, b, c, d = (float(x) for x in sys.argv[2:]); print(f"{sys.argv[1]},{int(a * 1e9)},{(b - a) * 1e3:.1f},{(d - c) * 1e3:.1f}")' \
+    "$r" "$t0" "$t1" "$t_replace" "$t2" | tee -a "$out/rounds.csv"
 done
 sleep 2
 kill -TERM "${bench_pids[@]}"
