@@ -318,10 +318,10 @@ class Replica {
     return complete;
   }
 
-  // Memory nodes the cluster record lists as failed (over) are never
-  // watched again (fd::Detector::retire_memory_node): a replica that was
-  // not the leader when one failed stops suspecting it, and a daemon that
-  // comes back under its id is not failed over twice.
+  // Memory nodes the cluster record lists as failed (over) are not watched
+  // until they are replaced (fd::Detector::retire_exactly): a replica that
+  // was not the leader when one failed stops suspecting it, and a daemon
+  // that comes back under its id is not failed over twice.
   bool retire_failed_memory_nodes() {
     auto cr = registry_->read_cluster();
     if (!cr) {

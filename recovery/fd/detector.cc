@@ -102,13 +102,6 @@ void Detector::watch(wire::SenderKind kind, uint32_t id) {
   monitor_.watch(NodeKey{kind, id}, monotonic_ns());
 }
 
-void Detector::retire_memory_node(uint32_t id) {
-  std::lock_guard lock(mu_);
-  retired_memory_.insert(id);
-  monitor_.unwatch(NodeKey{wire::SenderKind::kMemory, id});
-  failed_.erase(NodeKey{wire::SenderKind::kMemory, id});
-}
-
 void Detector::retire_exactly(const std::set<uint32_t>& ids, uint64_t epoch) {
   std::lock_guard lock(mu_);
   if (epoch < retired_epoch_) return;

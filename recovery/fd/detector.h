@@ -103,13 +103,14 @@ class Detector {
   // Memory nodes are watched from their first authentic heartbeat on (no
   // list of them is needed: a daemon heartbeats once it has started, and
   // a replica that starts later watches it as soon as it hears it), unless
-  // retired: a memory node failed over stays out of the configuration, so
-  // a daemon that comes back under its id is not watched again. Retiring
-  // also unwatches.
-  void retire_memory_node(uint32_t id);
-  // The failed-over memory nodes of the cluster record of configuration
-  // `epoch`: retired; a node retired before and no longer listed (replaced:
-  // recovery/replica_rebuild.h) is watched again, counted as heard now.
+  // retired: a memory node failed over stays out of the configuration
+  // until it is replaced, so a daemon that comes back under its id is not
+  // watched meanwhile. Retiring also unwatches.
+  //
+  // retire_exactly: the failed-over memory nodes of the cluster record of
+  // configuration `epoch` are the retired ones; a node retired before and
+  // no longer listed (replaced: recovery/replica_rebuild.h) is watched
+  // again, counted as heard now.
   // A record older than one applied before changes nothing (a reader that
   // raced with a fail-over must not bring the failed node back).
   void retire_exactly(const std::set<uint32_t>& ids, uint64_t epoch);

@@ -493,7 +493,7 @@ TEST(MemdHeartbeats, MemoryDaemonIsWatchedAndItsDeathDetected) {
 // over twice; another memory node still is watched.
 TEST(Detector, RetiredMemoryNodesAreNotWatchedAgain) {
   Replicas r(1);
-  r.at(1).retire_memory_node(4);
+  r.at(1).retire_exactly({4}, 1);
   auto retired = sender(SenderKind::kMemory, 4, r.endpoints());
   ASSERT_TRUE(eventually([&] { return r.at(1).stats().heartbeats_unwatched > 10; }));
   EXPECT_EQ(r.at(1).stats().heartbeats, 0u);
