@@ -695,13 +695,7 @@ Result<ClusterRecord> Registry::restore_memory_node(uint32_t node_id, const Endp
     auto back = restored(*rec, node_id, endpoint);
     if (!back) return back.status();
     std::vector<Op> ops = {Op::set(path("cluster"), encode_cluster_record(*back), node->stat.version)};
-    auto acks = zk_->children(path("pause"));
-    if (acks) {
-      for (const std::string& n : *acks) ops.push_back(Op::remove(path("pause/" + n)));
-      ops.push_back(Op::remove(path("pause")));
-    } else if (acks.status().code() != Errc::kNotFound) {
-      return acks.status();
-    }
+    if (Status s = add_end_pause(&ops); !s) return s;
     for (const char* extra : {"replace", "relocations"}) {
       auto there = zk_->exists(path(extra));
       if (!there) return there.status();
@@ -983,12 +977,18 @@ Result<std::vector<uint16_t>> Registry::pause_acks(uint64_t epoch) {
   return out;
 }
 
-Status Registry::end_pause() {
+Status Registry::add_end_pause(std::vector<Op>* ops) {
   auto names = zk_->children(path("pause"));
   if (!names) return names.status().code() == Errc::kNotFound ? Status::ok() : names.status();
+  for (const std::string& n : *names) ops->push_back(Op::remove(path("pause/" + n)));
+  ops->push_back(Op::remove(path("pause")));
+  return Status::ok();
+}
+
+Status Registry::end_pause() {
   std::vector<Op> ops;
-  for (const std::string& n : *names) ops.push_back(Op::remove(path("pause/" + n)));
-  ops.push_back(Op::remove(path("pause")));
+  if (Status s = add_end_pause(&ops); !s) return s;
+  if (ops.empty()) return Status::ok();
   Status s = zk_->multi(ops);
   if (s.code() == Errc::kNotFound) return end_pause();  // an ack vanished meanwhile (its node died): again
   return s;

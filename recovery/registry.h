@@ -323,6 +323,10 @@ class Registry {
   std::string path(std::string_view rel) const { return root_ + "/" + std::string(rel); }
 
  private:
+  // Appends to *ops the removal of the pause and its acknowledgements as
+  // they are now (nothing when no pause exists): end_pause's multi, and
+  // part of restore_memory_node's.
+  Status add_end_pause(std::vector<zk::Op>* ops);
   Registry(std::unique_ptr<zk::ZkClient> zk, std::string root, ClusterRecord cluster, const Logger& logger)
       : zk_(std::move(zk)), root_(std::move(root)), cluster_(std::move(cluster)), logger_(logger) {}
   Result<std::vector<uint16_t>> pid_children(std::string_view rel, std::function<void()> on_change);
