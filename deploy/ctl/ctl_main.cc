@@ -180,12 +180,7 @@ class Ctl {
                    p.node_id, p.endpoint.to_string());
         continue;
       }
-      if (p.log_size / old.lane_bytes < old.lanes) {
-        return fail(Status(Errc::kMismatch, fmt::format("memory node {} at {} has a log area of {} bytes, smaller "
-                                                        "than the cluster's {} lanes of {} bytes",
-                                                        p.node_id, p.endpoint.to_string(), p.log_size, old.lanes,
-                                                        old.lane_bytes)));
-      }
+      if (Status s = holds_the_lanes(p, old); !s) return fail(s);
       live.push_back(MemoryNodeAddress{p.node_id, p.endpoint});
     }
     auto rec = r.readdress_memory_nodes(live);
@@ -230,11 +225,7 @@ class Ctl {
       return fail(Status(Errc::kMismatch, fmt::format("the daemon at {} serves memory node {}, not {} (start it with "
                                                       "--node-id {})", ep->to_string(), found->at(0).node_id, id, id)));
     }
-    if (found->at(0).log_size / old.lane_bytes < old.lanes) {
-      return fail(Status(Errc::kMismatch, fmt::format("the daemon at {} has a log area of {} bytes, smaller than the "
-                                                      "cluster's {} lanes of {} bytes", ep->to_string(),
-                                                      found->at(0).log_size, old.lanes, old.lane_bytes)));
-    }
+    if (Status s = holds_the_lanes(found->at(0), old); !s) return fail(s);
     if (Status s = r.request_replacement(ReplaceRequest{id, *ep, {}}); !s) return fail(s);
     fmt::print("asked the failure detector's leader to fill memory node {} at {} from the live replicas (every "
                "compute node pauses while the rows are copied)\n", id, ep->to_string());
@@ -498,6 +489,14 @@ class Ctl {
     uint32_t node_id = 0;
     uint64_t log_size = 0;
   };
+
+  // kMismatch when the daemon's log area is too small for the cluster's lanes.
+  static Status holds_the_lanes(const Probed& p, const ClusterRecord& c) {
+    if (p.log_size / c.lane_bytes >= c.lanes) return Status::ok();
+    return Status(Errc::kMismatch, fmt::format("memory node {} at {} has a log area of {} bytes, smaller than the "
+                                               "cluster's {} lanes of {} bytes",
+                                               p.node_id, p.endpoint.to_string(), p.log_size, c.lanes, c.lane_bytes));
+  }
 
   // Logs in to each daemon as the admin (both ends prove the secret) and
   // reads its region's identity; one of another cluster is refused.
