@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -310,19 +311,28 @@ class RegistryZkTest : public ::testing::Test {
     ASSERT_TRUE(reg) << reg.status().to_string();
     dc->reg = std::move(*reg);
   }
+  // Registers a member with `lanes` lanes in `reg`: the configuration of
+  // its data plane (its pid and lane slot, one coordinator) on `base`'s
+  // memory nodes; nullopt (and a test failure) when registering fails.
+  static std::optional<ComputeConfig> member_config(Registry& reg, const ComputeConfig& base, uint32_t lane_bytes,
+                                                    MemberRole role, uint32_t lanes) {
+    auto m = reg.register_member(MemberRecord{.role = role}, lanes);
+    EXPECT_TRUE(m) << m.status().to_string();
+    if (!m) return std::nullopt;
+    ComputeConfig cc = base;
+    cc.compute_id = m->pid;
+    cc.lane_slot = m->slot;
+    cc.lane_bytes = lane_bytes;
+    cc.threads = 1;
+    cc.coordinators = 1;
+    return cc;
+  }
   // Registers a member with `lanes` lanes and connects its data plane (one
   // coordinator); null (and a test failure) when either fails.
   std::unique_ptr<Cluster> join(DaemonCluster& dc, MemberRole role, uint32_t lanes) {
-    auto m = dc.reg->register_member(MemberRecord{.role = role}, lanes);
-    EXPECT_TRUE(m) << m.status().to_string();
-    if (!m) return nullptr;
-    ComputeConfig cc = dc.base;
-    cc.compute_id = m->pid;
-    cc.lane_slot = m->slot;
-    cc.lane_bytes = dc.record.lane_bytes;
-    cc.threads = 1;
-    cc.coordinators = 1;
-    auto cl = Cluster::connect(cc, log_);
+    auto cc = member_config(*dc.reg, dc.base, dc.record.lane_bytes, role, lanes);
+    if (!cc) return nullptr;
+    auto cl = Cluster::connect(*cc, log_);
     EXPECT_TRUE(cl) << cl.status().to_string();
     return cl ? std::move(*cl) : nullptr;
   }
@@ -925,14 +935,9 @@ TEST_F(RegistryZkTest, ANewLeaderFinishesTheRowMovesOfARebuildCutShort) {
   ASSERT_TRUE(Registry::init(zk_options(), root("rebuild"), c, log_));
   auto reg = Registry::open(zk_options(), root("rebuild"), c.cluster_id, log_);
   ASSERT_TRUE(reg) << reg.status().to_string();
-  auto leader = (*reg)->register_member(MemberRecord{.role = MemberRole::kFd}, 2);
-  ASSERT_TRUE(leader) << leader.status().to_string();
-  ComputeConfig lc = base;
-  lc.compute_id = leader->pid;
-  lc.lane_slot = leader->slot;
-  lc.lane_bytes = c.lane_bytes;
-  lc.threads = 1;
-  lc.coordinators = 1;
+  const auto leader = member_config(**reg, base, c.lane_bytes, MemberRole::kFd, 2);
+  ASSERT_TRUE(leader);
+  const ComputeConfig& lc = *leader;
   constexpr uint32_t kTable = 1;
   auto cluster = testing::connect_with_accounts(lc, kTable, 200, 100);
   ASSERT_TRUE(cluster);
@@ -977,7 +982,7 @@ TEST_F(RegistryZkTest, ANewLeaderFinishesTheRowMovesOfARebuildCutShort) {
   ro.cluster_id = c.cluster_id;
   ro.secret = base.secret;
   RecoveryCoordinator next(**reg, *cluster, ro, log_, {});
-  ASSERT_TRUE(next.resume(leader->pid));
+  ASSERT_TRUE(next.resume(lc.compute_id));
   auto left = (*reg)->relocation_journal()->read();
   ASSERT_TRUE(left);
   EXPECT_TRUE(left->empty());
@@ -1023,14 +1028,9 @@ TEST_F(RegistryZkTest, PidsAreRecycledInATinyPidSpace) {
   auto reg = Registry::open(zk_options(), root("recycle"), c.cluster_id, log_);
   ASSERT_TRUE(reg) << reg.status().to_string();
 
-  auto leader = (*reg)->register_member(MemberRecord{.role = MemberRole::kFd}, 2);
-  ASSERT_TRUE(leader) << leader.status().to_string();
-  ComputeConfig lc = base;
-  lc.compute_id = leader->pid;
-  lc.lane_slot = leader->slot;
-  lc.lane_bytes = c.lane_bytes;
-  lc.threads = 1;
-  lc.coordinators = 1;
+  const auto leader = member_config(**reg, base, c.lane_bytes, MemberRole::kFd, 2);
+  ASSERT_TRUE(leader);
+  const ComputeConfig& lc = *leader;
   auto cluster = Cluster::connect(lc, log_);
   ASSERT_TRUE(cluster) << cluster.status().to_string();
   std::vector<TableSpec> specs = {TableSpec{.id = 1, .name = "t", .value_size = 16, .expected_rows = 256}};
@@ -1087,7 +1087,7 @@ TEST_F(RegistryZkTest, PidsAreRecycledInATinyPidSpace) {
     if (!recycling_due(*alloc, 0.95)) continue;
     auto failed_before = (*reg)->failed();
     ASSERT_TRUE(failed_before);
-    auto r = recycle_pids(**reg, **cluster, leader->pid, RecycleOptions{.secret = base.secret}, log_);
+    auto r = recycle_pids(**reg, **cluster, lc.compute_id, RecycleOptions{.secret = base.secret}, log_);
     ASSERT_TRUE(r) << r.status().to_string();
     ASSERT_EQ(r->pids, failed_before->size());
     ++recycles;
