@@ -45,7 +45,9 @@ uint64_t random_incarnation() {
 }
 
 HeartbeatSender::HeartbeatSender(HeartbeatSenderOptions options, const Logger& log)
-    : options_(std::move(options)), log_(log), incarnation_(random_incarnation()) {}
+    : options_(std::move(options)),
+      log_(log),
+      incarnation_(options_.incarnation != 0 ? options_.incarnation : random_incarnation()) {}
 
 HeartbeatSender::~HeartbeatSender() { stop(); }
 

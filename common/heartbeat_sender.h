@@ -4,10 +4,10 @@
 //
 // Compute nodes run one with kind kCompute and id = their pid (compute/
 // fd_link.h), memory daemons one with kind kMemory and id = their node id.
-// The incarnation is random per sender object, so a restarted process is
-// told from a replay of its predecessor; seq grows by one per round (every
-// target gets the same seq in a round: the replicas' replay guards are
-// independent).
+// The incarnation is random per sender object (unless given), so a
+// restarted process is told from a replay of its predecessor; seq grows by
+// one per round (every target gets the same seq in a round: the replicas'
+// replay guards are independent).
 #pragma once
 
 #include <chrono>
@@ -38,6 +38,10 @@ struct HeartbeatSenderOptions {
   // busy-polling workers on a small machine looks like a crash; the thread
   // sleeps between rounds, so the priority costs the workers nothing.
   int nice = -10;
+  // The sender's incarnation; 0 draws a random one. A memory daemon passes
+  // the one it also tells clients at login (wire::RegionInfo), so the
+  // cluster record can bind its node id to exactly this daemon.
+  uint64_t incarnation = 0;
 };
 
 struct HeartbeatSenderStats {

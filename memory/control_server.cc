@@ -165,19 +165,27 @@ class FenceWorker {
 class ControlServer::Impl {
  public:
   Impl(Region& region, FenceTable& fences, TcpDataPlane& data_plane, ShmFdServer& shm, VerbsServer* verbs,
-       uint64_t cluster_id, std::string secret, Logger log, ControlLimits limits)
+       uint64_t cluster_id, uint64_t incarnation, std::string secret, Logger log, ControlLimits limits)
       : region_(region),
         fences_(fences),
         shm_(shm),
         verbs_(verbs),
         data_plane_(data_plane),
         cluster_id_(cluster_id),
+        incarnation_(incarnation),
         secret_(std::move(secret)),
         log_(std::move(log)),
         limits_(limits),
         noisy_(log_, limits.log_limit),
         pending_(limits.max_handshakes, limits.max_handshakes_per_peer),
         fence_worker_(fences) {}
+
+  // The region as a client sees it, with this daemon's incarnation.
+  wire::RegionInfo region_info() const {
+    wire::RegionInfo i = region_.info();
+    i.daemon_incarnation = incarnation_;
+    return i;
+  }
 
   ~Impl() {
     close_all();
@@ -548,7 +556,7 @@ class ControlServer::Impl {
     log_.debug("{}: session established (claims pid {})", c.peer, c.pid);
     // Our half of the mutual login: only a holder of the secret can MAC the
     // client's fresh nonce, so the client knows it talks to its cluster.
-    wire::HelloOk ok{region_.info(), {}};
+    wire::HelloOk ok{region_info(), {}};
     ok.mac = hmac_sha256(secret_bytes(), as_bytes(wire::hello_ok_mac_input(c.nonce, *hello, ok.region)));
     wire::encode_control(c.out, ok);
   }
@@ -564,7 +572,7 @@ class ControlServer::Impl {
         [&](const auto& msg) {
           using T = std::decay_t<decltype(msg)>;
           if constexpr (std::is_same_v<T, wire::RegionInfoRequest>) {
-            wire::encode_control(c.out, wire::RegionInfoReply{region_.info()});
+            wire::encode_control(c.out, wire::RegionInfoReply{region_info()});
           } else if constexpr (std::is_same_v<T, wire::StatsRequest>) {
             wire::encode_control(c.out, stats());
           } else if constexpr (std::is_same_v<T, wire::Fence>) {
@@ -815,6 +823,7 @@ class ControlServer::Impl {
   VerbsServer* verbs_;  // null without an RDMA device
   TcpDataPlane& data_plane_;
   uint64_t cluster_id_;
+  uint64_t incarnation_;
   std::string secret_;
   SessionTable sessions_;
   Logger log_;
@@ -834,9 +843,9 @@ class ControlServer::Impl {
 };
 
 ControlServer::ControlServer(Region& region, FenceTable& fences, TcpDataPlane& data_plane, ShmFdServer& shm,
-                             VerbsServer* verbs, uint64_t cluster_id, std::string secret, Logger log,
-                             ControlLimits limits)
-    : impl_(std::make_unique<Impl>(region, fences, data_plane, shm, verbs, cluster_id, std::move(secret),
+                             VerbsServer* verbs, uint64_t cluster_id, uint64_t incarnation, std::string secret,
+                             Logger log, ControlLimits limits)
+    : impl_(std::make_unique<Impl>(region, fences, data_plane, shm, verbs, cluster_id, incarnation, std::move(secret),
                                    std::move(log), limits)) {}
 
 ControlServer::~ControlServer() = default;

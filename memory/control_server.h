@@ -88,9 +88,10 @@ class ControlServer {
   static constexpr size_t kMaxPendingOutput = 64u << 10;
 
   // `verbs` may be null (no RDMA device): SetupVerbs is then refused with
-  // kUnsupported.
+  // kUnsupported. `incarnation` is this daemon's (the one its heartbeats
+  // carry), told to every client in RegionInfo.daemon_incarnation.
   ControlServer(Region& region, FenceTable& fences, TcpDataPlane& data_plane, ShmFdServer& shm, VerbsServer* verbs,
-                uint64_t cluster_id, std::string secret, Logger log, ControlLimits limits = {});
+                uint64_t cluster_id, uint64_t incarnation, std::string secret, Logger log, ControlLimits limits = {});
   ~ControlServer();
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;

@@ -223,7 +223,12 @@ int run(const MemdConfig& cfg, const OptionSet& opts) {
 
   // Heartbeats start once the daemon serves (below) and stop as soon as it
   // stops serving, so the replicas' view follows the daemon's availability.
+  // One incarnation per daemon start, on its heartbeats and in every login
+  // reply: the cluster record binds the node id to it (a replacement's old
+  // daemon that still runs is then not heard as the node).
+  const uint64_t incarnation = random_incarnation();
   HeartbeatSenderOptions hb;
+  hb.incarnation = incarnation;
   hb.cluster_id = cfg.cluster_id;
   hb.secret = secret.value();
   hb.kind = wire::SenderKind::kMemory;
@@ -272,8 +277,8 @@ int run(const MemdConfig& cfg, const OptionSet& opts) {
   limits.handshake_timeout = std::chrono::milliseconds(cfg.handshake_timeout_ms);
   limits.max_handshakes = cfg.max_handshakes;
   limits.max_handshakes_per_peer = cfg.max_handshakes_per_peer;
-  ControlServer control(*region, fences, data_plane, shm, verbs.get(), cfg.cluster_id, std::move(secret.value()),
-                        log.child("control"), limits);
+  ControlServer control(*region, fences, data_plane, shm, verbs.get(), cfg.cluster_id, incarnation,
+                        std::move(secret.value()), log.child("control"), limits);
   Result<Endpoint> bound = control.listen(*listen_ep);
   if (!bound) {
     log.error("{}", bound.status().message());
@@ -305,9 +310,10 @@ int run(const MemdConfig& cfg, const OptionSet& opts) {
       return kExitIo;
     }
   }
-  log.info("serving region {} ({} bytes, node {}, cluster {:#x}) on {} with {} data-plane thread(s)",
+  log.info("serving region {} ({} bytes, node {}, cluster {:#x}) on {} with {} data-plane thread(s), incarnation "
+           "{:#x}",
            region->real_path(), region->size(), region->header().node_id, region->header().cluster_id,
-           bound->to_string(), cfg.threads);
+           bound->to_string(), cfg.threads, incarnation);
 
   if (!fd_replicas.empty()) {
     if (Status s = heartbeats.start(); !s) {

@@ -83,6 +83,7 @@ class Writer {
     u64(r.table_offset);
     u64(r.log_offset);
     u64(r.log_size);
+    u64(r.daemon_incarnation);
   }
 
  private:
@@ -143,6 +144,7 @@ class Reader {
     u64(r.table_offset);
     u64(r.log_offset);
     u64(r.log_size);
+    u64(r.daemon_incarnation);
   }
 
   void fail(std::string why) {

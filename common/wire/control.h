@@ -72,7 +72,8 @@ inline constexpr uint32_t kControlMagic = 0x4c544350;  // "PCTL"
 // 3: mutual authentication (client nonce, HelloOk.mac), incarnation,
 // SetupTcp.frame_mac, StatsReply.bad_frame_macs.
 // 4: SetupVerbs / VerbsInfo (the verbs data plane).
-inline constexpr uint16_t kControlVersion = 4;
+// 5: RegionInfo.daemon_incarnation.
+inline constexpr uint16_t kControlVersion = 5;
 inline constexpr uint32_t kControlHeaderBytes = 12;
 inline constexpr uint32_t kMaxControlBody = 64 * 1024;
 inline constexpr size_t kMaxControlString = 4096;
@@ -130,6 +131,12 @@ struct RegionInfo {
   uint64_t table_offset = 0;
   uint64_t log_offset = 0;
   uint64_t log_size = 0;
+  // The serving daemon's incarnation: drawn at its start (never 0), carried
+  // by its failure-detector heartbeats. The cluster record binds a memory
+  // node id to it, so heartbeats of another daemon under the same id (an
+  // old one of a replaced node that still runs) are not counted as the
+  // node's. 0 only from a Region outside a daemon.
+  uint64_t daemon_incarnation = 0;
 };
 
 struct HelloOk {

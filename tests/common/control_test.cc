@@ -57,6 +57,7 @@ RegionInfo sample_region() {
   r.table_offset = 8192;
   r.log_offset = 1ull << 29;
   r.log_size = 1ull << 20;
+  r.daemon_incarnation = 0xFEDCBA9876543210;
   return r;
 }
 
@@ -124,9 +125,9 @@ TEST(Control, TypeNumbersAreStable) {
 
 TEST(Control, HeaderLayout) {
   const std::string s = encoded(Fence{0x0102});
-  // Version 4: verbs set-up; 3: mutual login; 2: ShmInfo hands out a socket
-  // and a token.
-  const std::string expect("PCTL\x04\x00\x09\x00\x02\x00\x00\x00\x02\x01", 14);
+  // Version 5: the daemon's incarnation in RegionInfo; 4: verbs set-up; 3:
+  // mutual login; 2: ShmInfo hands out a socket and a token.
+  const std::string expect("PCTL\x05\x00\x09\x00\x02\x00\x00\x00\x02\x01", 14);
   EXPECT_EQ(s, expect);
 }
 
@@ -182,6 +183,7 @@ TEST(Control, RoundTripPreservesFields) {
   EXPECT_EQ(ri.table_offset, 8192u);
   EXPECT_EQ(ri.log_offset, 1ull << 29);
   EXPECT_EQ(ri.log_size, 1ull << 20);
+  EXPECT_EQ(ri.daemon_incarnation, 0xFEDCBA9876543210u);
 
   Result<ControlMessage> shm = decode_control(bytes(encoded(ShmInfo{"/x", sample_token(), 77, 5, 6, true})));
   ASSERT_TRUE(shm.is_ok());
@@ -457,6 +459,9 @@ TEST(Control, HelloOkMacInputBindsTheLoginAndTheRegion) {
   EXPECT_NE(hello_ok_mac_input(nonce, h, r2), in);
   r2 = r;
   r2.log_size ^= 1;
+  EXPECT_NE(hello_ok_mac_input(nonce, h, r2), in);
+  r2 = r;
+  r2.daemon_incarnation ^= 1;  // the incarnation a record binds is the daemon's word, under its MAC
   EXPECT_NE(hello_ok_mac_input(nonce, h, r2), in);
 }
 

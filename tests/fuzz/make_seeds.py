@@ -15,7 +15,7 @@ import struct
 HERE = os.path.dirname(os.path.abspath(__file__))
 FRAME_MAGIC = 0x5044
 CONTROL_MAGIC = 0x4C544350
-CONTROL_VERSION = 4
+CONTROL_VERSION = 5
 READ, WRITE, CAS, FAA = 1, 2, 3, 4
 HEARTBEAT_MAGIC = 0x54424850
 HEARTBEAT_VERSION = 1
@@ -42,7 +42,7 @@ def string(s):
 
 
 def region():
-    return struct.pack("<QIIQQQQQ", 7, 1, 1, 1 << 26, 4096, 8192, 1 << 25, 1 << 20)
+    return struct.pack("<QIIQQQQQQ", 7, 1, 1, 1 << 26, 4096, 8192, 1 << 25, 1 << 20, 0x0123456789ABCDEF)
 
 
 def heartbeat(msg_type, kind, sender, seq, pids=None):
