@@ -252,11 +252,18 @@ Result<std::unique_ptr<Connection>> Cluster::connect_replacement(size_t index, c
   return conn;
 }
 
-Status Cluster::restore_memory_node(size_t index, const Endpoint& endpoint) {
+Status Cluster::restore_memory_node(size_t index, const Endpoint& endpoint, uint64_t incarnation) {
   if (index < nodes_.size() && !failed_over(index) && nodes_[index].endpoint == endpoint) return Status::ok();
   wire::RegionInfo region;
   auto conn = connect_replacement(index, endpoint, &region);
   if (!conn) return conn.status();
+  if (incarnation != 0 && region.daemon_incarnation != incarnation) {
+    return Status(Errc::kMismatch,
+                  fmt::format("the daemon at {} (incarnation {:#x}) is not the one memory node {} was filled into "
+                              "({:#x}): it restarted since, and its region may be empty; the failure detector "
+                              "fails the node over again",
+                              endpoint.to_string(), region.daemon_incarnation, region.node_id, incarnation));
+  }
   const uint64_t bit = uint64_t{1} << index;
   const uint64_t failed = applied_failed_.load(std::memory_order_acquire) & ~bit;
   if (placement_) {

@@ -128,8 +128,10 @@ class Cluster {
   // opens its data connection to the node before its next transaction
   // (Worker::refresh_connections). Only while no transaction of this
   // compute node is in flight (parked for the pause). Ok and nothing done
-  // for a node already live at `endpoint`.
-  Status restore_memory_node(size_t index, const Endpoint& endpoint);
+  // for a node already live at `endpoint`. A non-zero `incarnation` (the
+  // cluster record's binding: the daemon that was filled) must be the
+  // daemon's there: kMismatch otherwise (it restarted, maybe empty).
+  Status restore_memory_node(size_t index, const Endpoint& endpoint, uint64_t incarnation);
   // The checks restore_memory_node() makes of the daemon at `endpoint` for
   // failed-over node `index`, and a data connection to it; changes nothing
   // here (the re-replication writes through it before the node is back).

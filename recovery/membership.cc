@@ -366,7 +366,9 @@ bool Membership::restore_replaced_memory_nodes() {
     const auto at = std::find(cr->memory_node_ids.begin(), cr->memory_node_ids.end(), id);
     if (at == cr->memory_node_ids.end() || cr->memory_node_ids.size() != cr->memory_nodes.size()) continue;
     const Endpoint& ep = cr->memory_nodes[static_cast<size_t>(at - cr->memory_node_ids.begin())];
-    if (Status s = cluster_->restore_memory_node(i, ep); !s) {
+    const auto bound = cr->memory_incarnations.find(id);
+    const uint64_t incarnation = bound == cr->memory_incarnations.end() ? 0 : bound->second;
+    if (Status s = cluster_->restore_memory_node(i, ep, incarnation); !s) {
       logger_.error("memory node {} is back at {}, but this node cannot reach it: {} (staying parked, retrying)", id,
                     ep.to_string(), s.to_string());
       ok = false;

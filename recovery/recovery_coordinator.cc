@@ -437,13 +437,17 @@ Result<RebuildReport> RecoveryCoordinator::replace_memory_node(const ReplaceRequ
   auto cr = registry_.refresh_cluster();
   if (!cr) return cr.status();
   // Every refusal the final write would make, before anything is written.
-  if (auto check = restored(*cr, req.node_id, req.endpoint); !check) return check.status();
+  if (auto check = restored(*cr, req.node_id, req.endpoint, 0); !check) return check.status();
   const std::optional<size_t> index = cluster_.index_of(req.node_id);
   if (!index || !cluster_.failed_over(*index)) {
     return Status(Errc::kUnavailable, fmt::format("this leader's view has memory node {} live: rebuilding it",
                                                   req.node_id));
   }
-  auto repl = cluster_.connect_replacement(*index, req.endpoint);
+  // The daemon logged into here is the one filled, and the one the record
+  // binds the node to: another at this address later (restarted on an
+  // empty region) is not heard as the node, nor restored by compute nodes.
+  wire::RegionInfo filled;
+  auto repl = cluster_.connect_replacement(*index, req.endpoint, &filled);
   if (!repl) return repl.status();
   std::vector<Connection*> conns(cluster_.bootstrap_connections().begin(), cluster_.bootstrap_connections().end());
   conns[*index] = repl->get();
@@ -489,7 +493,7 @@ Result<RebuildReport> RecoveryCoordinator::replace_memory_node(const ReplaceRequ
     }
     return report.status();
   }
-  auto record = registry_.restore_memory_node(req.node_id, req.endpoint);
+  auto record = registry_.restore_memory_node(req.node_id, req.endpoint, filled.daemon_incarnation);
   if (!record) return record.status();
   logger_.info("memory node {} is back at {}: configuration epoch {}; {} fenced pid(s) fenced there, pause {} us "
                "(parked in {} us, {} compute node(s) recovered in it), {} rows copied ({} relocated, {} journaled "

@@ -139,10 +139,15 @@ std::string encode_cluster_record(const ClusterRecord& r) {
   for (const FailedMemoryNode& f : r.failed_memory) {
     failed += fmt::format("{}{}@{}", failed.empty() ? "" : ",", f.node_id, f.endpoint.to_string());
   }
+  std::string incarnations;
+  for (const auto& [id, inc] : r.memory_incarnations) {
+    incarnations += fmt::format("{}{}:{:#x}", incarnations.empty() ? "" : ",", id, inc);
+  }
   return fmt::format(
       "cluster_id={:#x}\nepoch={}\nmemory_nodes={}\nmemory_node_ids={}\nlane_bytes={}\nlanes={}\nprotocol={}\n"
-      "failed_memory={}\n",
-      r.cluster_id, r.epoch, nodes, fmt::join(r.memory_node_ids, ","), r.lane_bytes, r.lanes, r.protocol, failed);
+      "failed_memory={}\nmemory_incarnations={}\n",
+      r.cluster_id, r.epoch, nodes, fmt::join(r.memory_node_ids, ","), r.lane_bytes, r.lanes, r.protocol, failed,
+      incarnations);
 }
 
 Result<ClusterRecord> decode_cluster_record(std::string_view text) {
@@ -190,6 +195,24 @@ Result<ClusterRecord> decode_cluster_record(std::string_view text) {
         return Status::ok();
       });
       if (!s) return s;
+    } else if (k == "memory_incarnations") {
+      Status s = for_each_listed(v, [&r](std::string_view item) {
+        const size_t colon = item.find(':');
+        if (colon == std::string_view::npos) {
+          return Status(Errc::kCorrupt,
+                        fmt::format("cluster record: memory_incarnations entry '{}' is not ID:INCARNATION", item));
+        }
+        auto id = parse_u64(item.substr(0, colon), "memory_incarnations node id", UINT32_MAX);
+        if (!id) return id.status();
+        auto inc = parse_u64(item.substr(colon + 1), "memory_incarnations incarnation");
+        if (!inc) return inc.status();
+        if (*inc == 0 || !r.memory_incarnations.emplace(static_cast<uint32_t>(*id), *inc).second) {
+          return Status(Errc::kCorrupt,
+                        fmt::format("cluster record: memory_incarnations entry '{}' is 0 or a second one", item));
+        }
+        return Status::ok();
+      });
+      if (!s) return s;
     } else if (k == "protocol") {
       if (v != "pandora" && v != "ford" && v != "log-a-latch") {
         return Status(Errc::kCorrupt, fmt::format("cluster record: unknown protocol '{}'", v));
@@ -205,6 +228,15 @@ Result<ClusterRecord> decode_cluster_record(std::string_view text) {
   if (!r.memory_node_ids.empty() && r.memory_node_ids.size() != r.memory_nodes.size()) {
     return Status(Errc::kCorrupt, fmt::format("cluster record: {} memory_node_ids for {} memory_nodes",
                                               r.memory_node_ids.size(), r.memory_nodes.size()));
+  }
+  for (const auto& [id, inc] : r.memory_incarnations) {
+    const bool known = std::find(r.memory_node_ids.begin(), r.memory_node_ids.end(), id) != r.memory_node_ids.end();
+    const bool failed = std::any_of(r.failed_memory.begin(), r.failed_memory.end(),
+                                    [node = id](const FailedMemoryNode& f) { return f.node_id == node; });
+    if (!known || failed) {
+      return Status(Errc::kCorrupt, fmt::format("cluster record: memory_incarnations names node {}, which is not a "
+                                                "live memory node of the record", id));
+    }
   }
   return r;
 }
@@ -266,9 +298,11 @@ Result<ClusterRecord> readdressed(const ClusterRecord& old, const std::vector<Me
     rec.memory_nodes.push_back(f.endpoint);
     rec.memory_node_ids.push_back(f.node_id);
   }
+  rec.memory_incarnations.clear();
   for (const MemoryNodeAddress& a : live) {
     rec.memory_nodes.push_back(a.endpoint);
     rec.memory_node_ids.push_back(a.node_id);
+    if (a.incarnation != 0) rec.memory_incarnations[a.node_id] = a.incarnation;
   }
   rec.epoch += 1;
   return rec;
@@ -534,7 +568,8 @@ Result<ClusterRecord> Registry::readdress_memory_nodes(const std::vector<MemoryN
   return Status(Errc::kConflict, "the cluster record kept changing while the memory nodes' addresses were written");
 }
 
-Result<ClusterRecord> restored(const ClusterRecord& old, uint32_t node_id, const Endpoint& endpoint) {
+Result<ClusterRecord> restored(const ClusterRecord& old, uint32_t node_id, const Endpoint& endpoint,
+                               uint64_t incarnation) {
   const auto f = std::find_if(old.failed_memory.begin(), old.failed_memory.end(),
                               [&](const FailedMemoryNode& n) { return n.node_id == node_id; });
   if (f == old.failed_memory.end()) {
@@ -568,6 +603,8 @@ Result<ClusterRecord> restored(const ClusterRecord& old, uint32_t node_id, const
   ClusterRecord rec = old;
   rec.memory_nodes[index] = endpoint;
   rec.failed_memory.erase(rec.failed_memory.begin() + (f - old.failed_memory.begin()));
+  rec.memory_incarnations.erase(node_id);
+  if (incarnation != 0) rec.memory_incarnations[node_id] = incarnation;
   rec.epoch += 1;
   return rec;
 }
@@ -686,13 +723,14 @@ std::unique_ptr<RelocationJournal> Registry::relocation_journal() {
   return std::make_unique<ZkRelocationJournal>(*zk_, path("relocations"));
 }
 
-Result<ClusterRecord> Registry::restore_memory_node(uint32_t node_id, const Endpoint& endpoint) {
+Result<ClusterRecord> Registry::restore_memory_node(uint32_t node_id, const Endpoint& endpoint,
+                                                   uint64_t incarnation) {
   for (int attempt = 0; attempt < 100; ++attempt) {
     auto node = zk_->get(path("cluster"));
     if (!node) return node.status();
     auto rec = decode_cluster_record(node->data);
     if (!rec) return rec.status();
-    auto back = restored(*rec, node_id, endpoint);
+    auto back = restored(*rec, node_id, endpoint, incarnation);
     if (!back) return back.status();
     std::vector<Op> ops = {Op::set(path("cluster"), encode_cluster_record(*back), node->stat.version)};
     if (Status s = add_end_pause(&ops); !s) return s;
@@ -729,6 +767,7 @@ Result<ClusterRecord> Registry::fail_memory_node(const FailedMemoryNode& failed,
       return rec;
     }
     rec->failed_memory.push_back(failed);
+    rec->memory_incarnations.erase(failed.node_id);  // a replacement binds its own daemon
     rec->epoch += 1;
     auto paused = zk_->exists(path("pause"));
     if (!paused) return paused.status();

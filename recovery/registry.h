@@ -65,6 +65,16 @@ struct ClusterRecord {
   // existed (then only counts and failed ids are checked).
   std::vector<uint32_t> memory_node_ids;
   std::vector<FailedMemoryNode> failed_memory;  // "failed_memory=ID@HOST:PORT,..."
+  // Live node id -> the incarnation of the daemon recorded for it
+  // (wire::RegionInfo::daemon_incarnation, learnt at a login by whoever
+  // wrote its address: init, set-memory-nodes, a replacement). The failure
+  // detector counts only that daemon's heartbeats as the node's, so an old
+  // daemon of a replaced node that still runs cannot keep a dead
+  // replacement looking alive; a compute node restoring a replaced node
+  // refuses another daemon at its address (one restarted on an empty
+  // region). A node without an entry (records written before them) is
+  // heard from any daemon. "memory_incarnations=ID:0xHEX,..."
+  std::map<uint32_t, uint64_t> memory_incarnations;
   // The log area's lane geometry, fixed at init from the memory nodes'
   // regions; the table directory loaded later must agree.
   uint32_t lane_bytes = 0;
@@ -77,10 +87,12 @@ struct ClusterRecord {
 // memory_nodes without the failed ones (the nodes to fence, to read from).
 std::vector<Endpoint> live_memory_nodes(const ClusterRecord& r);
 
-// A live memory daemon as found at its address (its region's node id).
+// A live memory daemon as found at its address (its region's node id, the
+// daemon's incarnation; 0: not known, the node stays unbound).
 struct MemoryNodeAddress {
   uint32_t node_id = 0;
   Endpoint endpoint;
+  uint64_t incarnation = 0;
 };
 
 // The record after the live memory daemons came back at new addresses (a
@@ -92,6 +104,7 @@ struct MemoryNodeAddress {
 // daemon now at a failed node's recorded address is refused (kConflict:
 // compute nodes would take it for the failed node and never contact it).
 // Epoch + 1. Placement follows node ids, not list order, so no data moves.
+// memory_incarnations becomes exactly the live daemons' given ones.
 Result<ClusterRecord> readdressed(const ClusterRecord& old, const std::vector<MemoryNodeAddress>& live);
 
 // The record once failed-over node `node_id` is back at `endpoint` (a
@@ -100,7 +113,10 @@ Result<ClusterRecord> readdressed(const ClusterRecord& old, const std::vector<Me
 // node not failed over, kConflict for an address another node has (live or
 // failed), kUnsupported for a record without memory_node_ids (written
 // before they were recorded: `pandora-ctl set-memory-nodes` adds them).
-Result<ClusterRecord> restored(const ClusterRecord& old, uint32_t node_id, const Endpoint& endpoint);
+// The node is bound to daemon `incarnation` (the one that was filled; 0
+// leaves it unbound: only for checking whether the write would be refused).
+Result<ClusterRecord> restored(const ClusterRecord& old, uint32_t node_id, const Endpoint& endpoint,
+                               uint64_t incarnation);
 
 // <root>/replace: an operator's request that the leader fill a replacement
 // daemon at `endpoint` for failed-over node `node_id` and bring it back.
@@ -222,9 +238,10 @@ class Registry {
   Status fail_replacement(const std::string& error);
   Status withdraw_replacement();
   // The end of a replacement, in one multi: the record restored() (epoch +
-  // 1, versioned, lost races retried), the pause ended, the request and
-  // the relocation journal removed. cluster() returns the record after.
-  Result<ClusterRecord> restore_memory_node(uint32_t node_id, const Endpoint& endpoint);
+  // 1, versioned, lost races retried; the node bound to the filled
+  // daemon's `incarnation`), the pause ended, the request and the
+  // relocation journal removed. cluster() returns the record after.
+  Result<ClusterRecord> restore_memory_node(uint32_t node_id, const Endpoint& endpoint, uint64_t incarnation);
   // The rebuild's journal of row moves, <root>/relocations (a few tens of
   // bytes per move). Valid while this registry is.
   std::unique_ptr<RelocationJournal> relocation_journal();

@@ -146,6 +146,7 @@ class Ctl {
         }
       }
       rec.memory_node_ids.push_back(p.node_id);
+      if (p.incarnation != 0) rec.memory_incarnations[p.node_id] = p.incarnation;
       lanes = std::min<uint64_t>(lanes, p.log_size / f_.lane_bytes);
     }
     rec.lanes = static_cast<uint32_t>(std::min<uint64_t>(lanes, UINT32_MAX));
@@ -181,7 +182,7 @@ class Ctl {
         continue;
       }
       if (Status s = holds_the_lanes(p, old); !s) return fail(s);
-      live.push_back(MemoryNodeAddress{p.node_id, p.endpoint});
+      live.push_back(MemoryNodeAddress{p.node_id, p.endpoint, p.incarnation});
     }
     auto rec = r.readdress_memory_nodes(live);
     if (!rec) return fail(rec.status());
@@ -205,7 +206,7 @@ class Ctl {
     if (!reg) return fail(reg.status());
     Registry& r = **reg;
     const ClusterRecord old = r.cluster();
-    if (auto check = restored(old, id, *ep); !check) return fail(check.status());
+    if (auto check = restored(old, id, *ep, 0); !check) return fail(check.status());
     // The node's old daemon must be gone: one failed over while it ran (cut
     // off, not dead) heartbeats under the same node id, and once the id is
     // watched again it would keep a dead replacement looking alive.
@@ -240,7 +241,7 @@ class Ctl {
       } else if (!*req) {
         auto now = r.refresh_cluster();
         if (!now) return fail(now.status());
-        if (auto back = restored(*now, id, *ep); back) {
+        if (auto back = restored(*now, id, *ep, 0); back) {
           return fail(Status(Errc::kConflict, "the request was withdrawn before the node was brought back"));
         }
         fmt::print("memory node {} is back at {}: configuration epoch {}, {} failed-over node(s) left\n", id,
@@ -279,6 +280,12 @@ class Ctl {
     if (!c.failed_memory.empty()) {
       fmt::print("\nfailed over (out of the configuration):");
       for (const FailedMemoryNode& f : c.failed_memory) fmt::print(" node {} at {}", f.node_id, f.endpoint.to_string());
+    }
+    if (!c.memory_incarnations.empty()) {
+      // What each daemon logs at start ("incarnation 0x..."): the detector
+      // hears a node only from that daemon.
+      fmt::print("\nbound to daemon incarnations:");
+      for (const auto& [id, inc] : c.memory_incarnations) fmt::print(" node {} {:#x}", id, inc);
     }
     fmt::print("\nlog area: {} lanes of {} bytes\nprotocol: {}\n", c.lanes, c.lane_bytes, c.protocol);
     if (auto req = r.replacement_request(); !req) {
@@ -488,6 +495,7 @@ class Ctl {
     Endpoint endpoint;
     uint32_t node_id = 0;
     uint64_t log_size = 0;
+    uint64_t incarnation = 0;  // the daemon's (wire::RegionInfo::daemon_incarnation)
   };
 
   // kMismatch when the daemon's log area is too small for the cluster's lanes.
@@ -510,7 +518,7 @@ class Ctl {
         return Status(Errc::kMismatch, fmt::format("{} serves a region of cluster {:#x}, not {:#x}", ep.to_string(),
                                                    region.cluster_id, f_.cluster_id));
       }
-      out.push_back(Probed{ep, region.node_id, region.log_size});
+      out.push_back(Probed{ep, region.node_id, region.log_size, region.daemon_incarnation});
     }
     return out;
   }

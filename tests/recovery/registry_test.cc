@@ -102,6 +102,40 @@ TEST(RegistryRecords, RoundTripAndStrictParsing) {
   EXPECT_EQ(decode_alloc_record("next_pid=0\n").status().code(), Errc::kCorrupt);
 }
 
+// The daemon each live node is bound to: written by whoever logged in,
+// dropped when the node fails over, replaced wholesale by a readdress
+// (every daemon restarted), parsed strictly.
+TEST(RegistryRecords, MemoryIncarnationsBindLiveNodesToTheirDaemons) {
+  ClusterRecord c;
+  c.cluster_id = 0xabc;
+  c.memory_nodes = {Endpoint{"127.0.0.1", 7001}, Endpoint{"127.0.0.1", 7002}};
+  c.memory_node_ids = {1, 2};
+  c.memory_incarnations = {{1, 0x1111}, {2, 0xffffffffffffffff}};
+  auto d = decode_cluster_record(encode_cluster_record(c));
+  ASSERT_TRUE(d) << d.status().to_string();
+  EXPECT_EQ(d->memory_incarnations, c.memory_incarnations);
+
+  auto moved = readdressed(c, {{1, Endpoint{"127.0.0.1", 9001}, 0x3333}, {2, Endpoint{"127.0.0.1", 9002}, 0}});
+  ASSERT_TRUE(moved) << moved.status().to_string();
+  EXPECT_EQ(moved->memory_incarnations, (std::map<uint32_t, uint64_t>{{1, 0x3333}}))
+      << "a readdress binds the daemons it found, and only those";
+
+  // A record written before bindings existed decodes with none; a binding
+  // of a node the record does not have live is refused.
+  auto old = decode_cluster_record("cluster_id=0x1\nmemory_nodes=127.0.0.1:1\nmemory_node_ids=4\n");
+  ASSERT_TRUE(old) << old.status().to_string();
+  EXPECT_TRUE(old->memory_incarnations.empty());
+  const std::string head = "cluster_id=0x1\nmemory_nodes=127.0.0.1:1,127.0.0.1:2\nmemory_node_ids=4,5\n";
+  for (const std::string bad : {head + "memory_incarnations=4\n", head + "memory_incarnations=4:0\n",
+                                head + "memory_incarnations=4:0x1,4:0x2\n", head + "memory_incarnations=6:0x1\n",
+                                head + "memory_incarnations=4:zz\n",
+                                head + "failed_memory=5@127.0.0.1:2\nmemory_incarnations=5:0x1\n"}) {
+    auto b = decode_cluster_record(bad);
+    EXPECT_FALSE(b) << bad;
+    if (!b) EXPECT_EQ(b.status().code(), Errc::kCorrupt) << bad;
+  }
+}
+
 TEST(RegistryRecords, MemoryNodeIdsRoundTripAndMustMatchTheList) {
   ClusterRecord c;
   c.cluster_id = 0xabc;
@@ -132,15 +166,20 @@ TEST(RegistryRecords, RestoringTakesOnlyAFailedNodeToAnAddressNobodyHas) {
   c.memory_node_ids = {1, 2, 3};
   c.failed_memory = {FailedMemoryNode{2, Endpoint{"127.0.0.1", 7002}}, FailedMemoryNode{3, Endpoint{"127.0.0.1", 7003}}};
   const Endpoint fresh{"127.0.0.1", 8002};
-  auto back = restored(c, 2, fresh);
+  auto back = restored(c, 2, fresh, 0xbeef);
   ASSERT_TRUE(back) << back.status().to_string();
   EXPECT_EQ(back->epoch, 8u);
   EXPECT_EQ(back->memory_nodes[1], fresh);
   EXPECT_EQ(back->memory_node_ids, c.memory_node_ids);
   EXPECT_EQ(back->failed_memory, (std::vector<FailedMemoryNode>{c.failed_memory[1]}));
   EXPECT_EQ(live_memory_nodes(*back), (std::vector<Endpoint>{c.memory_nodes[0], fresh}));
+  // Bound to the daemon that was filled (and that survives the text).
+  EXPECT_EQ(back->memory_incarnations, (std::map<uint32_t, uint64_t>{{2, 0xbeef}}));
+  auto text = decode_cluster_record(encode_cluster_record(*back));
+  ASSERT_TRUE(text) << text.status().to_string();
+  EXPECT_EQ(text->memory_incarnations, back->memory_incarnations);
   // Its own old address is free again (the dead daemon is gone).
-  EXPECT_TRUE(restored(c, 2, Endpoint{"127.0.0.1", 7002}));
+  EXPECT_TRUE(restored(c, 2, Endpoint{"127.0.0.1", 7002}, 0));
 
   struct Case {
     const char* what;
@@ -159,7 +198,7 @@ TEST(RegistryRecords, RestoringTakesOnlyAFailedNodeToAnAddressNobodyHas) {
       {"a record without node ids", no_ids, 2, fresh, Errc::kUnsupported},
   };
   for (const Case& k : refused) {
-    auto r = restored(k.rec, k.id, k.at);
+    auto r = restored(k.rec, k.id, k.at, 0x1);
     ASSERT_FALSE(r) << k.what;
     EXPECT_EQ(r.status().code(), k.code) << k.what << ": " << r.status().to_string();
   }
@@ -453,6 +492,7 @@ TEST_F(RegistryZkTest, RestoringAMemoryNodeEndsThePauseAndTheRequestInOneWrite) 
   ClusterRecord c = one_node_cluster(0x6262);
   c.memory_nodes.push_back(Endpoint{"127.0.0.1", 7001});
   c.memory_node_ids = {1, 2};
+  c.memory_incarnations = {{1, 0x11}, {2, 0x22}};
   ASSERT_TRUE(Registry::init(zk_options(), root("replace"), c, log_));
   auto reg = Registry::open(zk_options(), root("replace"), 0x6262, log_);
   ASSERT_TRUE(reg) << reg.status().to_string();
@@ -460,7 +500,9 @@ TEST_F(RegistryZkTest, RestoringAMemoryNodeEndsThePauseAndTheRequestInOneWrite) 
   auto none = r.replacement_request();
   ASSERT_TRUE(none);
   EXPECT_FALSE(*none);
-  ASSERT_TRUE(r.fail_memory_node(FailedMemoryNode{2, Endpoint{"127.0.0.1", 7001}}, 21));
+  auto failed = r.fail_memory_node(FailedMemoryNode{2, Endpoint{"127.0.0.1", 7001}}, 21);
+  ASSERT_TRUE(failed) << failed.status().to_string();
+  EXPECT_EQ(failed->memory_incarnations, (std::map<uint32_t, uint64_t>{{1, 0x11}})) << "the dead daemon is unbound";
   ASSERT_TRUE(r.end_pause());
 
   const ReplaceRequest req{2, Endpoint{"127.0.0.1", 8002}, {}};
@@ -486,9 +528,11 @@ TEST_F(RegistryZkTest, RestoringAMemoryNodeEndsThePauseAndTheRequestInOneWrite) 
   ASSERT_TRUE(r.begin_pause(22, {}));
   ASSERT_TRUE(r.ack_pause(5, 22));
   ASSERT_TRUE(r.zk().create(r.path("relocations"), "1 2 3 4\n"));
-  auto back = r.restore_memory_node(2, req.endpoint);
+  auto back = r.restore_memory_node(2, req.endpoint, 0x2222);
   ASSERT_TRUE(back) << back.status().to_string();
   EXPECT_EQ(back->epoch, 3u);
+  EXPECT_EQ(back->memory_incarnations, (std::map<uint32_t, uint64_t>{{1, 0x11}, {2, 0x2222}}))
+      << "bound to the daemon that was filled";
   EXPECT_TRUE(back->failed_memory.empty());
   EXPECT_EQ(back->memory_nodes[1], req.endpoint);
   EXPECT_EQ(r.cluster().epoch, 3u);
@@ -502,7 +546,7 @@ TEST_F(RegistryZkTest, RestoringAMemoryNodeEndsThePauseAndTheRequestInOneWrite) 
   ASSERT_TRUE(journal);
   EXPECT_FALSE(*journal);
   // Once back, it is not restored twice.
-  auto again = r.restore_memory_node(2, req.endpoint);
+  auto again = r.restore_memory_node(2, req.endpoint, 0x2222);
   ASSERT_FALSE(again);
   EXPECT_EQ(again.status().code(), Errc::kInvalidArgument);
 }

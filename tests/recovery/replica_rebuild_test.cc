@@ -94,8 +94,10 @@ class ReplicaRebuildTest : public ::testing::TestWithParam<Backend> {
   }
 
   Result<RebuildReport> rebuild(RelocationJournal& journal, const RebuildOptions& options = {}) {
-    auto repl = cluster_->connect_replacement(kDead, memds_->memd(kDead).endpoint());
+    wire::RegionInfo region;
+    auto repl = cluster_->connect_replacement(kDead, memds_->memd(kDead).endpoint(), &region);
     if (!repl) return repl.status();
+    filled_ = region.daemon_incarnation;
     std::vector<Connection*> conns(cluster_->bootstrap_connections().begin(), cluster_->bootstrap_connections().end());
     conns[kDead] = repl->get();
     return rebuild_memory_node(*cluster_, conns, kDead, journal, test_logger(), options);
@@ -103,7 +105,8 @@ class ReplicaRebuildTest : public ::testing::TestWithParam<Backend> {
 
   // The node is back; then every check of the data.
   void restore_and_check() {
-    ASSERT_TRUE(cluster_->restore_memory_node(kDead, memds_->memd(kDead).endpoint()));
+    ASSERT_NE(filled_, 0u) << "a daemon names its incarnation at login";
+    ASSERT_TRUE(cluster_->restore_memory_node(kDead, memds_->memd(kDead).endpoint(), filled_));
     EXPECT_FALSE(cluster_->failed_over(kDead));
     auto audit = audit_table(*cluster_, kTable);
     ASSERT_TRUE(audit) << audit.status().to_string();
@@ -151,6 +154,7 @@ class ReplicaRebuildTest : public ::testing::TestWithParam<Backend> {
   std::unique_ptr<MemdCluster> memds_;
   std::unique_ptr<Cluster> cluster_;
   std::unique_ptr<Worker> worker_;
+  uint64_t filled_ = 0;  // the incarnation of the daemon rebuild() filled
 };
 
 TEST_P(ReplicaRebuildTest, RowsThatShareASlotOnTheReplacementAreRelocated) {
@@ -187,6 +191,28 @@ TEST_P(ReplicaRebuildTest, AMoveInterruptedBeforeTheOldSlotsWereFreedIsFinishedB
   ASSERT_TRUE(report) << report.status().to_string();
   EXPECT_EQ(report->resumed, 2u);
   EXPECT_TRUE(journal.moves.empty());
+  restore_and_check();
+}
+
+// The daemon that was filled dies and another starts at its address on an
+// empty region before this compute node switches back: the record's
+// binding (the filled daemon's incarnation) keeps it from taking the empty
+// one for the node.
+TEST_P(ReplicaRebuildTest, ADaemonRestartedAtTheReplacementsAddressIsNotRestored) {
+  MemoryJournal journal;
+  ASSERT_TRUE(rebuild(journal));
+  const uint64_t filled = filled_;
+  memds_->memd(kDead).kill9();
+  ASSERT_EQ(std::remove(memds_->memd(kDead).region_path().c_str()), 0);
+  ASSERT_TRUE(memds_->memd(kDead).restart());
+  Status s = cluster_->restore_memory_node(kDead, memds_->memd(kDead).endpoint(), filled);
+  ASSERT_FALSE(s) << "an empty region was taken for the rebuilt node";
+  EXPECT_EQ(s.code(), Errc::kMismatch) << s.to_string();
+  EXPECT_NE(s.message().find("restarted"), std::string::npos) << s.to_string();
+  EXPECT_TRUE(cluster_->failed_over(kDead));
+  // Filled again, the new daemon is the one bound.
+  ASSERT_TRUE(rebuild(journal));
+  EXPECT_NE(filled_, filled);
   restore_and_check();
 }
 
