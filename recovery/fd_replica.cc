@@ -195,7 +195,7 @@ class Replica {
       }
       bool trouble = false;
       if (hk_flags_.replicas.exchange(false)) trouble |= !refresh_replicas();
-      if (hk_flags_.members.exchange(false)) trouble |= !refresh_members() || !retire_failed_memory_nodes();
+      if (hk_flags_.members.exchange(false)) trouble |= !refresh_members() || !follow_memory_record();
       if (leader_.load(std::memory_order_acquire) && t >= next_recycle_check) {
         next_recycle_check = t + std::chrono::seconds(1);
         check_recycling();
@@ -319,22 +319,23 @@ class Replica {
   }
 
   // Memory nodes the cluster record lists as failed (over) are not watched
-  // until they are replaced (fd::Detector::retire_exactly): a replica that
-  // was not the leader when one failed stops suspecting it, and a daemon
-  // that comes back under its id is not failed over twice.
-  bool retire_failed_memory_nodes() {
+  // until they are replaced (fd::Detector::follow_memory_record): a replica
+  // that was not the leader when one failed stops suspecting it, and a
+  // daemon that comes back under its id is not failed over twice. Live
+  // nodes are heard only from the daemons the record binds them to.
+  bool follow_memory_record() {
     auto cr = registry_->read_cluster();
     if (!cr) {
       log_.warn("reading the cluster record: {}", cr.status().to_string());
       return false;
     }
-    retire_failed_memory_nodes(*cr);
+    follow_memory_record(*cr);
     return true;
   }
-  void retire_failed_memory_nodes(const ClusterRecord& cr) {
+  void follow_memory_record(const ClusterRecord& cr) {
     std::set<uint32_t> ids;
     for (const FailedMemoryNode& f : cr.failed_memory) ids.insert(f.node_id);
-    detector_->retire_exactly(ids, cr.epoch);
+    detector_->follow_memory_record(ids, cr.memory_incarnations, cr.epoch);
   }
 
   // Called by the leader once it has recovered `pids` (in ford mode every
@@ -432,7 +433,7 @@ class Replica {
           std::this_thread::sleep_for(std::chrono::milliseconds(50));
           return 0;
         }
-        retire_failed_memory_nodes(registry_->cluster());
+        follow_memory_record(registry_->cluster());
         continue;
       }
       const uint16_t pid = static_cast<uint16_t>(f.id);
@@ -510,7 +511,7 @@ class Replica {
       return;
     }
     replace_attempts_ = 0;
-    retire_failed_memory_nodes(registry_->cluster());  // watched again from its next heartbeat
+    follow_memory_record(registry_->cluster());  // watched again from its next heartbeat
     // This leader's cluster view still has the node failed over: rebuilt
     // from the record on the next round.
     lead_->coordinator.reset();

@@ -102,10 +102,12 @@ void Detector::watch(wire::SenderKind kind, uint32_t id) {
   monitor_.watch(NodeKey{kind, id}, monotonic_ns());
 }
 
-void Detector::retire_exactly(const std::set<uint32_t>& ids, uint64_t epoch) {
+void Detector::follow_memory_record(const std::set<uint32_t>& ids, const std::map<uint32_t, uint64_t>& incarnations,
+                                    uint64_t epoch) {
   std::lock_guard lock(mu_);
   if (epoch < retired_epoch_) return;
   retired_epoch_ = epoch;
+  memory_incarnations_ = incarnations;
   // A node no longer listed was just brought back, alive: watched from now
   // (waiting for its next heartbeat would never suspect one that died
   // before sending it).
@@ -236,8 +238,23 @@ void Detector::handle(const wire::HeartbeatMessage& m, const sockaddr_storage& f
   switch (h.type) {
     case wire::HeartbeatType::kHeartbeat: {
       if (h.kind == wire::SenderKind::kReplica) break;
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
       const NodeKey key{h.kind, h.sender};
+      if (h.kind == wire::SenderKind::kMemory) {
+        const auto bound = memory_incarnations_.find(h.sender);
+        if (bound != memory_incarnations_.end() && bound->second != h.incarnation) {
+          ++stats_.heartbeats_foreign;
+          const uint64_t expected = bound->second;
+          lock.unlock();
+          receiver_.reject(RejectReason::kUnexpected,
+                           fmt::format("heartbeat of memory node {} from daemon incarnation {:#x}, but the cluster "
+                                       "record binds the node to {:#x}: not the node's (an old daemon of a replaced "
+                                       "node that still runs? stop it)",
+                                       h.sender, h.incarnation, expected),
+                           from, from_len);
+          return;
+        }
+      }
       if (h.kind == wire::SenderKind::kMemory && !monitor_.watching(key) && !retired_memory_.contains(h.sender)) {
         monitor_.watch(key, now);
       }

@@ -68,6 +68,7 @@ struct DetectorStats {
   uint64_t datagrams = 0;             // received, valid or not
   uint64_t heartbeats = 0;            // authentic heartbeats of watched nodes
   uint64_t heartbeats_unwatched = 0;  // authentic heartbeats of nodes not watched (dropped)
+  uint64_t heartbeats_foreign = 0;    // authentic heartbeats of a memory node id from a daemon it is not bound to
   uint64_t reports_received = 0;      // authentic Suspects / MemorySuspects of a peer
   uint64_t reports_sent = 0;
   uint64_t pushes_sent = 0;           // FailedPush datagrams
@@ -107,13 +108,19 @@ class Detector {
   // until it is replaced, so a daemon that comes back under its id is not
   // watched meanwhile. Retiring also unwatches.
   //
-  // retire_exactly: the failed-over memory nodes of the cluster record of
-  // configuration `epoch` are the retired ones; a node retired before and
-  // no longer listed (replaced: recovery/replica_rebuild.h) is watched
-  // again, counted as heard now.
+  // follow_memory_record: what the cluster record of configuration
+  // `epoch` says. `retired`: its failed-over memory nodes; a node retired
+  // before and no longer listed (replaced: recovery/replica_rebuild.h) is
+  // watched again, counted as heard now. `incarnations`: node id -> the
+  // daemon the record binds it to; heartbeats under a bound id from
+  // another incarnation are refused (counted, logged at a bounded rate):
+  // they are not the node's, e.g. an old daemon of a replaced node, cut
+  // off rather than dead, that would otherwise keep a dead replacement
+  // looking alive. Unbound ids are heard from any daemon.
   // A record older than one applied before changes nothing (a reader that
   // raced with a fail-over must not bring the failed node back).
-  void retire_exactly(const std::set<uint32_t>& ids, uint64_t epoch);
+  void follow_memory_record(const std::set<uint32_t>& retired, const std::map<uint32_t, uint64_t>& incarnations,
+                            uint64_t epoch);
 
   // Blocks up to max_wait until some watched node is failed by a majority;
   // returns them (each reported again on every call while it stays watched:
@@ -163,7 +170,8 @@ class Detector {
   std::condition_variable failed_cv_;
   FailureMonitor monitor_;
   std::set<uint32_t> retired_memory_;
-  uint64_t retired_epoch_ = 0;  // of the record retire_exactly() applied last
+  std::map<uint32_t, uint64_t> memory_incarnations_;
+  uint64_t retired_epoch_ = 0;  // of the record follow_memory_record() applied last
   std::map<uint32_t, std::pair<Endpoint, net::UdpAddress>> peers_;
   std::map<NodeKey, FailedNode> failed_;
   DetectorStats stats_;

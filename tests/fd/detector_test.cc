@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "common/heartbeat_sender.h"
+#include "common/transport/client.h"
 #include "common/udp_socket.h"
 #include "compute/fd_link.h"
 #include "tests/support/memd_process.h"
@@ -493,7 +494,7 @@ TEST(MemdHeartbeats, MemoryDaemonIsWatchedAndItsDeathDetected) {
 // over twice; another memory node still is watched.
 TEST(Detector, RetiredMemoryNodesAreNotWatchedAgain) {
   Replicas r(1);
-  r.at(1).retire_exactly({4}, 1);
+  r.at(1).follow_memory_record({4}, {}, 1);
   auto retired = sender(SenderKind::kMemory, 4, r.endpoints());
   ASSERT_TRUE(eventually([&] { return r.at(1).stats().heartbeats_unwatched > 10; }));
   EXPECT_EQ(r.at(1).stats().heartbeats, 0u);
@@ -515,14 +516,14 @@ TEST(Detector, RetiredMemoryNodesAreNotWatchedAgain) {
 
 TEST(Detector, AReplacedMemoryNodeIsWatchedAgainFromTheRecordThatListsItLive) {
   Replicas r(1);
-  r.at(1).retire_exactly({4, 7}, 5);
+  r.at(1).follow_memory_record({4, 7}, {}, 5);
   auto node = sender(SenderKind::kMemory, 4, r.endpoints());
   ASSERT_TRUE(eventually([&] { return r.at(1).stats().heartbeats_unwatched > 10; }));
   EXPECT_EQ(r.at(1).stats().heartbeats, 0u);
   // The record of epoch 6 lists 4 live again (its replacement); one read
   // before it (epoch 5) arrives late and must not retire it again.
-  r.at(1).retire_exactly({7}, 6);
-  r.at(1).retire_exactly({4, 7}, 5);
+  r.at(1).follow_memory_record({7}, {}, 6);
+  r.at(1).follow_memory_record({4, 7}, {}, 5);
   ASSERT_TRUE(eventually([&] { return r.at(1).stats().heartbeats > 10; }));
   node->stop();
   EXPECT_TRUE(contains(r.at(1).wait_failed(2000ms), SenderKind::kMemory, 4));
@@ -531,8 +532,61 @@ TEST(Detector, AReplacedMemoryNodeIsWatchedAgainFromTheRecordThatListsItLive) {
   // failed although it never sent a heartbeat (it died right after it
   // came back).
   EXPECT_FALSE(contains(r.at(1).wait_failed(50ms), SenderKind::kMemory, 7));
-  r.at(1).retire_exactly({}, 7);
+  r.at(1).follow_memory_record({}, {}, 7);
   EXPECT_TRUE(contains(r.at(1).wait_failed(2000ms), SenderKind::kMemory, 7));
+}
+
+// Two daemons heartbeat under memory node 4: the one the record binds the
+// node to, and another (an old daemon of a replaced node, cut off rather
+// than dead). Only the bound one keeps the node alive: once it stops, the
+// node is failed although the other still heartbeats.
+TEST(Detector, AMemoryNodeIsHeardOnlyFromTheDaemonTheRecordBindsItTo) {
+  Replicas r(1);
+  auto bound = sender(SenderKind::kMemory, 4, r.endpoints());
+  auto stray = sender(SenderKind::kMemory, 4, r.endpoints());
+  ASSERT_NE(bound->incarnation(), stray->incarnation());
+  r.at(1).follow_memory_record({}, {{4, bound->incarnation()}}, 3);
+  const DetectorStats before = r.at(1).stats();
+  ASSERT_TRUE(eventually([&] {
+    const DetectorStats s = r.at(1).stats();
+    return s.heartbeats > before.heartbeats + 10 && s.heartbeats_foreign > before.heartbeats_foreign + 10;
+  }));
+  EXPECT_GT(r.at(1).stats().rejected.unexpected, 0u) << "a foreign heartbeat is a refusal (logged, rate-limited)";
+  EXPECT_TRUE(r.at(1).wait_failed(100ms).empty());
+  bound->stop();
+  EXPECT_TRUE(contains(r.at(1).wait_failed(2000ms), SenderKind::kMemory, 4))
+      << "the stray daemon kept the node looking alive";
+  EXPECT_GT(r.at(1).stats().heartbeats_foreign, before.heartbeats_foreign + 10) << "the stray was still sending";
+  stray->stop();
+}
+
+// A daemon's heartbeats carry the incarnation it names at login (what the
+// record binds), so binding by what a login said hears the daemon.
+TEST(MemdHeartbeats, ADaemonHeartbeatsUnderTheIncarnationItNamesAtLogin) {
+  Replicas r(1, kLoadTolerantTimeout);
+  testing::TempDir dir;
+  testing::MemdProcess memd(dir.path(), {.node_id = 4,
+                                         .extra_args = {"--fd-replicas", r.endpoints()[0].to_string(),
+                                                        "--fd-heartbeat-us", "1000"}});
+  ASSERT_TRUE(memd.start()) << memd.last_error() << memd.stderr_text();
+  ClientIdentity admin = memd.identity(0);
+  admin.role = wire::Role::kAdmin;
+  auto ctl = ControlClient::connect(memd.endpoint(), admin, 5s);
+  ASSERT_TRUE(ctl) << ctl.status().to_string();
+  const uint64_t incarnation = (*ctl)->region().daemon_incarnation;
+  ASSERT_NE(incarnation, 0u);
+  // Bound to another daemon first: every heartbeat is foreign.
+  r.at(1).follow_memory_record({}, {{4, incarnation + 1}}, 1);
+  uint64_t foreign = r.at(1).stats().heartbeats_foreign;
+  ASSERT_TRUE(eventually([&] { return r.at(1).stats().heartbeats_foreign > foreign + 10; })) << memd.stderr_text();
+  r.at(1).follow_memory_record({}, {{4, incarnation}}, 2);
+  const uint64_t heard = r.at(1).stats().heartbeats;
+  ASSERT_TRUE(eventually([&] { return r.at(1).stats().heartbeats > heard + 10; })) << memd.stderr_text();
+  foreign = r.at(1).stats().heartbeats_foreign;
+  const uint64_t heard_then = r.at(1).stats().heartbeats;
+  ASSERT_TRUE(eventually([&] { return r.at(1).stats().heartbeats > heard_then + 10; }));
+  EXPECT_EQ(r.at(1).stats().heartbeats_foreign, foreign);
+  EXPECT_TRUE(r.at(1).wait_failed(100ms).empty());
 }
 
 TEST(MemdHeartbeats, BadReplicaListIsAUsageError) {
