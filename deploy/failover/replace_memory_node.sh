@@ -215,6 +215,15 @@ for ((r = 1; r <= rounds; r++)); do
   bash "$root/deploy/local/cluster.sh" replace --dir "$state" --node 3 "${cl_bins[@]}" >>"$out/replace.log" 2>&1 ||
     { tail -n 20 "$out/replace.log" >&2; die "round $r: cluster.sh replace failed"; }
   t2="$EPOCHREALTIME"
+  # The record binds node 3 to the daemon just filled (the incarnation its
+  # log names): the detector hears the node only from it.
+  incarnation="$(grep -o 'node 3, cluster .* incarnation 0x[0-9a-f]*' "$state/node3.log" | tail -n 1 |
+    sed 's/.* incarnation //')"
+  [[ -n "$incarnation" ]] || die "round $r: the replacement's log names no incarnation ($state/node3.log)"
+  status_text="$("$ctl" status "${zk[@]}" </dev/null 2>&1 || true)"
+  grep -q "^bound to daemon incarnations:.* node 3 $incarnation\b" <<<"$status_text" ||
+    die "round $r: the record does not bind node 3 to its replacement's daemon ($incarnation):" \
+      "$(grep '^bound' <<<"$status_text" || echo 'no binding')"
   python3 -c 'import sys; a, b, c, d = (float(x) for x in sys.argv[2:]); print(f"{sys.argv[1]},{int(a * 1e9)},{(b - a) * 1e3:.1f},{(d - c) * 1e3:.1f}")' \
     "$r" "$t0" "$t1" "$t_replace" "$t2" | tee -a "$out/rounds.csv"
 done

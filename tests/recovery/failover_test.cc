@@ -491,9 +491,11 @@ class FailoverTest : public ::testing::Test {
       c.secret = cluster_->secret();
       c.compute_id = my_pid;
       c.lane_slot = (*me)->slot();
-      c.memory_nodes = cluster_->memds().endpoints();
       auto record = (*me)->registry().read_cluster();
       ASSERT_TRUE(record) << record.status().to_string();
+      // Where the record says (a replaced node's daemon is not the one
+      // the test started; an old one may still answer with stale data).
+      c.memory_nodes = record->memory_nodes;
       c.failed_memory_nodes = record->failed_memory;
       c.replicas = 2;
       c.threads = 1;
@@ -610,6 +612,19 @@ class FailoverTest : public ::testing::Test {
   // The end of a run nobody was killed in: every compute process exits 0
   // on its own, nothing is left in the registry, money is conserved and no
   // latch is held.
+  // The memory daemons heartbeat the detector (memory timeout as long as
+  // compute nodes': a starved daemon of a sanitizer build on a loaded
+  // machine must not be failed over before the test stops it); two
+  // SmallBank processes of `seconds` commit.
+  void start_memory_watched_cluster(int seconds, Compute* a, Compute* b) {
+    memd_heartbeats_ = true;
+    ASSERT_NO_FATAL_FAILURE(start_cluster());
+    ASSERT_NO_FATAL_FAILURE(start_fds(kFdTimeoutUs, {"--memory-timeout-us", std::to_string(kFdTimeoutUs)}));
+    ASSERT_NO_FATAL_FAILURE(start_compute("a", seconds, a));
+    ASSERT_NO_FATAL_FAILURE(start_compute("b", seconds, b));
+    ASSERT_NO_FATAL_FAILURE(expect_commits_grow({a, b}, "before the memory node stopped"));
+  }
+
   void expect_clean_end(const std::vector<Compute*>& computes, const std::string& what) {
     std::set<uint16_t> pids;
     for (Compute* c : computes) {
@@ -1525,6 +1540,67 @@ TEST_F(FailoverTest, ALeaderDyingInAReplacementIsFinishedByTheNext) {
   ASSERT_NO_FATAL_FAILURE(expect_clean_end({&a, &b}, "after a leader died in the replacement"));
 }
 
+// A memory node cut off rather than dead (SIGSTOP: its sockets neither
+// answer nor close) is failed over and replaced while its old daemon still
+// exists; then the old daemon runs again and heartbeats under the node's
+// id. The record binds the id to the replacement's daemon, so the replicas
+// refuse those heartbeats, and when the replacement dies it is failed over
+// as any dead node is (without the binding the old daemon's heartbeats
+// would keep it looking alive for ever and every coordinator that touches
+// it would wait). Both compute processes commit throughout.
+TEST_F(FailoverTest, AnOldDaemonThatRunsAgainDoesNotSpeakForItsReplacement) {
+  Compute a, b;
+  ASSERT_NO_FATAL_FAILURE(start_memory_watched_cluster(40, &a, &b));
+
+  LocalMemd& old = cluster_->memds().node(1);
+  const uint32_t node_id = old.options().node_id;
+  auto failed_over = [&](uint64_t epoch) {
+    return wait_until(60s, [&] {
+      auto r = zk_read([](Registry& reg) { return reg.read_cluster(); });
+      auto paused = zk_read([](Registry& reg) { return reg.pause_in_progress(); });
+      return r && paused && r->epoch == epoch && r->failed_memory.size() == 1 && !*paused;
+    }, 50ms);
+  };
+  ASSERT_EQ(::kill(old.pid(), SIGSTOP), 0);
+  ASSERT_TRUE(failed_over(2)) << "the stopped daemon was not failed over\n" << fds_[1]->tail();
+  ASSERT_NO_FATAL_FAILURE(expect_commits_grow({&a, &b}, "after the fail-over"));
+
+  // The replacement: the same node id, its own region and port.
+  TempDir elsewhere;
+  LocalMemd replacement(elsewhere.path(), old.options());
+  ASSERT_TRUE(replacement.start()) << replacement.last_error();
+  ASSERT_TRUE(reg().request_replacement(ReplaceRequest{node_id, replacement.endpoint(), {}}));
+  std::optional<ClusterRecord> back;
+  ASSERT_TRUE(wait_until(60s, [&] {
+    auto r = zk_read([](Registry& reg) { return reg.read_cluster(); });
+    auto req = zk_read([](Registry& reg) { return reg.replacement_request(); });
+    if (!r || !req || !r->failed_memory.empty() || *req) return false;
+    back = *r;
+    return true;
+  }, 50ms)) << "the node was not replaced\n" << fds_[1]->tail();
+  EXPECT_EQ(back->epoch, 3u);
+  ASSERT_TRUE(back->memory_incarnations.contains(node_id)) << "the replacement is not bound";
+  ASSERT_NO_FATAL_FAILURE(expect_commits_grow({&a, &b}, "after the replacement"));
+
+  // The old daemon runs again: its heartbeats are refused as not the node's.
+  ASSERT_EQ(::kill(old.pid(), SIGCONT), 0);
+  ASSERT_TRUE(wait_until(30s, [&] {
+    for (const auto& [id, fd] : fds_) {
+      if (fd->output().find("not the node's") == std::string::npos) return false;
+    }
+    return true;
+  }, 50ms)) << "the old daemon's heartbeats were not refused by every replica\n" << fds_[1]->tail();
+
+  const auto t_kill = Clock::now();
+  replacement.kill9();
+  ASSERT_TRUE(failed_over(4)) << "the dead replacement was not failed over while its old daemon heartbeats\n"
+                              << fds_[1]->tail() << fds_[2]->tail() << fds_[3]->tail();
+  fprintf(stderr, "[%s] the dead replacement failed over %s after its kill, its old daemon heartbeating\n",
+          seconds_since(t0_).c_str(), seconds_since(t_kill).c_str());
+  ASSERT_NO_FATAL_FAILURE(expect_commits_grow({&a, &b}, "after the replacement died"));
+  ASSERT_NO_FATAL_FAILURE(expect_clean_end({&a, &b}, "after a replaced node's old daemon ran again"));
+}
+
 }  // namespace
 }  // namespace pandora::testing
 
@@ -1540,15 +1616,8 @@ namespace {
 // joins without contacting the dead daemon. Money is conserved on the
 // surviving node and no latch is left.
 TEST_F(FailoverTest, MemoryNodeFailsOver) {
-  memd_heartbeats_ = true;
-  ASSERT_NO_FATAL_FAILURE(start_cluster());
-  // As long as for compute nodes: a starved daemon of a sanitizer build on
-  // a loaded machine must not be failed over before the kill.
-  ASSERT_NO_FATAL_FAILURE(start_fds(kFdTimeoutUs, {"--memory-timeout-us", std::to_string(kFdTimeoutUs)}));
   Compute a, b;
-  ASSERT_NO_FATAL_FAILURE(start_compute("a", 25, &a));
-  ASSERT_NO_FATAL_FAILURE(start_compute("b", 25, &b));
-  ASSERT_NO_FATAL_FAILURE(expect_commits_grow({&a, &b}, "before the memory node died"));
+  ASSERT_NO_FATAL_FAILURE(start_memory_watched_cluster(25, &a, &b));
 
   const auto t_kill = Clock::now();
   ASSERT_NO_FATAL_FAILURE(cluster_->memds().node(1).kill9());
