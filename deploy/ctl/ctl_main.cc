@@ -5,6 +5,8 @@
 //   pandora-ctl set-memory-nodes --memory-nodes A,B             record where the daemons listen after a restart
 //   pandora-ctl replace-memory-node ID --endpoint HOST:PORT     fill a replacement daemon for failed-over node ID
 //   pandora-ctl status                                          epoch, memory nodes, members, failed-ids, recoveries
+//   pandora-ctl stats [--json]                                  what each memory daemon served and refused
+//   pandora-ctl stats --memory-nodes A,B [--json]               the same at the given daemons, without ZooKeeper
 //   pandora-ctl recover PID                                     run the recovery coordinator for PID by hand
 //   pandora-ctl fence PID                                       fence PID at every memory node
 //   pandora-ctl fence PID --memory-nodes A,B                    the same at the given daemons, without ZooKeeper
@@ -32,6 +34,7 @@
 #include "common/secret.h"
 #include "common/transport/client.h"
 #include "compute/cluster.h"
+#include "deploy/ctl/memory_node_stats.h"
 #include "recovery/membership.h"
 #include "recovery/recovery_coordinator.h"
 #include "recovery/registry.h"
@@ -58,6 +61,7 @@ struct Flags {
   uint64_t replicas = 0;
   std::string endpoint;
   uint64_t wait_s = 600;
+  bool json = false;
 };
 
 int exit_for(const Status& s) {
@@ -329,6 +333,37 @@ class Ctl {
     return 0;
   }
 
+  // Each memory daemon's counters and identity (deploy/ctl/
+  // memory_node_stats.h): the record's nodes, live and failed over, or the
+  // daemons given without ZooKeeper.
+  int stats() {
+    std::vector<ctl::MemoryNodeTarget> targets;
+    if (f_.zookeeper.empty()) {
+      ClusterRecord given;
+      if (!parse_memory_nodes(&given)) return kExitUsage;
+      for (const Endpoint& e : given.memory_nodes) targets.push_back(ctl::MemoryNodeTarget{std::nullopt, e, false, {}});
+    } else {
+      auto reg = open();
+      if (!reg) return fail(reg.status());
+      const ClusterRecord& c = (*reg)->cluster();
+      for (size_t i = 0; i < c.memory_nodes.size(); ++i) {
+        ctl::MemoryNodeTarget t;
+        t.endpoint = c.memory_nodes[i];
+        if (c.memory_node_ids.size() == c.memory_nodes.size()) t.node_id = c.memory_node_ids[i];
+        for (const FailedMemoryNode& f : c.failed_memory) {
+          if (f.endpoint == t.endpoint) t.failed_over = true;
+        }
+        if (t.node_id) {
+          if (auto b = c.memory_incarnations.find(*t.node_id); b != c.memory_incarnations.end()) t.bound = b->second;
+        }
+        targets.push_back(std::move(t));
+      }
+    }
+    const auto reports = ctl::collect_memory_node_stats(targets, admin(), std::chrono::seconds(3));
+    fmt::print("{}", f_.json ? ctl::render_json(reports, f_.cluster_id) : ctl::render_text(reports));
+    return ctl::stats_exit_code(reports);
+  }
+
   int fence(uint16_t pid) {
     ClusterRecord direct;
     std::unique_ptr<Registry> registry;
@@ -542,7 +577,9 @@ int main(int argc, char** argv) {
                  "from the live replicas and bring the node back; a pandora-fd leader does the work), recover PID, "
                  "fence PID (with --memory-nodes and no --zookeeper: at those daemons), crash PID, verify (audit "
                  "every table's storage; without --zookeeper needs --memory-nodes and --compute-id; exit 1 when a "
-                 "problem is found).\n"
+                 "problem is found), stats (what each memory daemon served and refused, and whether it is the daemon "
+                 "the cluster record binds its node to; --json; without --zookeeper at the --memory-nodes; exit 1 "
+                 "when a daemon is not the bound one, 4 when a live one does not answer).\n"
                  "Exit codes: 0 done, 1 failed, 2 usage, 3 no such cluster or pid (or the tree belongs to another "
                  "cluster id), 4 ZooKeeper or a memory node unavailable.");
   opts.add_string("zookeeper", &f.zookeeper,
@@ -551,8 +588,8 @@ int main(int argc, char** argv) {
   opts.add_u64("cluster-id", &f.cluster_id, "cluster id (decimal or 0x hex)", 1, UINT64_MAX, true);
   opts.add_string("secret-file", &f.secret_file, "file holding the cluster secret", true);
   opts.add_string("memory-nodes", &f.memory_nodes,
-                  "init, set-memory-nodes: HOST:PORT,HOST:PORT of every memory daemon; fence without --zookeeper: the "
-                  "daemons to fence at");
+                  "init, set-memory-nodes: HOST:PORT,HOST:PORT of every memory daemon; fence, stats without "
+                  "--zookeeper: the daemons to fence at, to ask");
   opts.add_size("lane-bytes", &f.lane_bytes, "init: bytes of one log lane (must match the loader's --lane-bytes)",
                 kMinLaneBytes, 64u << 20);
   opts.add_choice("backend", &f.backend, {"tcp", "shm"}, "recover, verify: data plane to the memory nodes");
@@ -568,6 +605,7 @@ int main(int argc, char** argv) {
   opts.add_string("endpoint", &f.endpoint,
                   "replace-memory-node: HOST:PORT of the replacement daemon (started with the failed node's --node-id)");
   opts.add_u64("wait-s", &f.wait_s, "replace-memory-node: seconds to wait for the leader to finish", 1, 86400);
+  opts.add_flag("json", &f.json, "stats: one JSON document instead of text");
 
   // The command and its argument come first; the rest are options.
   if (argc >= 2 && (std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h")) {
@@ -602,10 +640,10 @@ int main(int argc, char** argv) {
     }
     pid = static_cast<uint16_t>(*v);
     first_opt = 3;
-  } else if (cmd != "init" && cmd != "set-memory-nodes" && cmd != "status" && cmd != "verify") {
+  } else if (cmd != "init" && cmd != "set-memory-nodes" && cmd != "status" && cmd != "verify" && cmd != "stats") {
     fmt::print(stderr,
-               "pandora-ctl: unknown command '{}' (init, set-memory-nodes, replace-memory-node, status, recover, "
-               "fence, crash, verify)\n",
+               "pandora-ctl: unknown command '{}' (init, set-memory-nodes, replace-memory-node, status, stats, "
+               "recover, fence, crash, verify)\n",
                cmd);
     return kExitUsage;
   }
@@ -617,9 +655,11 @@ int main(int argc, char** argv) {
     case OptionSet::Outcome::kError: fmt::print(stderr, "pandora-ctl: {}\n", msg); return kExitUsage;
     case OptionSet::Outcome::kRun: break;
   }
-  if (f.zookeeper.empty() && !(cmd == "fence" && !f.memory_nodes.empty()) && cmd != "verify") {
+  if (f.zookeeper.empty() && !((cmd == "fence" || cmd == "stats") && !f.memory_nodes.empty()) && cmd != "verify") {
     fmt::print(stderr, "pandora-ctl: missing required option: --zookeeper{}\n",
-               cmd == "fence" ? " (or --memory-nodes: fence at those daemons without ZooKeeper)" : "");
+               cmd == "fence"   ? " (or --memory-nodes: fence at those daemons without ZooKeeper)"
+               : cmd == "stats" ? " (or --memory-nodes: ask those daemons without ZooKeeper)"
+                                : "");
     return kExitUsage;
   }
   LogLevel level = LogLevel::kWarn;
@@ -631,6 +671,7 @@ int main(int argc, char** argv) {
   if (cmd == "replace-memory-node") return ctl.replace_memory_node(*node_id);
   if (cmd == "verify") return ctl.verify();
   if (cmd == "status") return ctl.status();
+  if (cmd == "stats") return ctl.stats();
   if (cmd == "fence") return ctl.fence(*pid);
   if (cmd == "crash") return ctl.crash(*pid);
   return ctl.recover(*pid);
