@@ -54,6 +54,7 @@ uint64_t detected_realtime_ns(uint64_t detected_mono_ns) {
 // compute nodes of a 2-core machine into false suspicions).
 struct Flags {
   std::atomic<bool> members{true};
+  std::atomic<bool> record{true};
   std::atomic<bool> replicas{true};
   std::atomic<bool> election{true};
   std::atomic<bool> replace{true};
@@ -192,10 +193,12 @@ class Replica {
         next_full_refresh = t + std::chrono::seconds(1);
         hk_flags_.members = true;
         hk_flags_.replicas = true;
+        hk_flags_.record = true;
       }
       bool trouble = false;
       if (hk_flags_.replicas.exchange(false)) trouble |= !refresh_replicas();
-      if (hk_flags_.members.exchange(false)) trouble |= !refresh_members() || !follow_memory_record();
+      if (hk_flags_.members.exchange(false)) trouble |= !refresh_members();
+      if (hk_flags_.record.exchange(false)) trouble |= !follow_memory_record();
       if (leader_.load(std::memory_order_acquire) && t >= next_recycle_check) {
         next_recycle_check = t + std::chrono::seconds(1);
         check_recycling();
@@ -323,8 +326,26 @@ class Replica {
   // that was not the leader when one failed stops suspecting it, and a
   // daemon that comes back under its id is not failed over twice. Live
   // nodes are heard only from the daemons the record binds them to.
+  // Followed by watch (a replica that lags the record the leader wrote
+  // counts for nothing in memory-node decisions: its reports carry an
+  // older epoch), with the full re-read each second as the net under it.
+  // One watch at a time: each re-read would otherwise add one.
   bool follow_memory_record() {
-    auto cr = registry_->read_cluster();
+    Result<ClusterRecord> cr = Status(Errc::kUnavailable, "not read");
+    if (!record_watch_armed_.exchange(true)) {
+      auto node = registry_->zk().watch_get(registry_->path("cluster"), [this] {
+        record_watch_armed_ = false;
+        hk_flags_.raise(hk_flags_.record);
+      });
+      if (node) {
+        cr = decode_cluster_record(node->data);
+      } else {
+        record_watch_armed_ = false;
+        cr = node.status();
+      }
+    } else {
+      cr = registry_->read_cluster();
+    }
     if (!cr) {
       log_.warn("reading the cluster record: {}", cr.status().to_string());
       return false;
@@ -626,6 +647,7 @@ class Replica {
 
   // The housekeeper's (refresh_replicas / refresh_members).
   Flags hk_flags_;
+  std::atomic<bool> record_watch_armed_{false};
   std::atomic<bool> hk_stop_{false};
   bool stall_armed_ = false;  // test only: see FdReplicaOptions::stall_member_refreshes
   std::mutex members_mu_;     // guards the three below (the leader unwatches what it recovered)

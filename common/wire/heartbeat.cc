@@ -34,6 +34,8 @@ void put(std::string& out, uint64_t v, int n) {
 bool known_type(uint8_t t) { return t >= 1 && t <= static_cast<uint8_t>(HeartbeatType::kMemorySuspects); }
 bool known_kind(uint8_t k) { return k >= 1 && k <= static_cast<uint8_t>(SenderKind::kReplica); }
 bool carries_pids(HeartbeatType t) { return t != HeartbeatType::kHeartbeat; }
+// Bytes of the body before the pid list.
+size_t epoch_bytes(HeartbeatType t) { return t == HeartbeatType::kMemorySuspects ? 8 : 0; }
 
 std::span<const uint8_t> bytes_of(std::string_view s) {
   return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
@@ -51,7 +53,10 @@ Status encode_heartbeat(std::string& out, const HeartbeatMessage& m, std::string
   if (!carries_pids(h.type) && !m.pids.empty()) {
     return Status(Errc::kInvalidArgument, "a heartbeat carries no pids");
   }
-  if (m.pids.size() > kMaxPidsPerMessage) {
+  if (m.epoch != 0 && h.type != HeartbeatType::kMemorySuspects) {
+    return Status(Errc::kInvalidArgument, "only a memory suspicion report carries an epoch");
+  }
+  if (m.pids.size() > kMaxPidsPerMessage - epoch_bytes(h.type) / 2) {
     return Status(Errc::kInvalidArgument, fmt::format("{} pids do not fit one datagram (at most {}): split them",
                                                       m.pids.size(), kMaxPidsPerMessage));
   }
@@ -65,9 +70,10 @@ Status encode_heartbeat(std::string& out, const HeartbeatMessage& m, std::string
   put(out, h.incarnation, 8);
   put(out, h.seq, 8);
   put(out, h.sent_ns, 8);
-  const size_t body_len = carries_pids(h.type) ? 2 + 2 * m.pids.size() : 0;
+  const size_t body_len = carries_pids(h.type) ? epoch_bytes(h.type) + 2 + 2 * m.pids.size() : 0;
   put(out, body_len, 2);
   if (carries_pids(h.type)) {
+    put(out, m.epoch, static_cast<int>(epoch_bytes(h.type)));
     put(out, m.pids.size(), 2);
     for (uint16_t pid : m.pids) put(out, pid, 2);
   }
@@ -101,9 +107,13 @@ Result<HeartbeatMessage> decode_heartbeat(std::span<const uint8_t> d, std::strin
   if (!carries_pids(h.type)) {
     if (body_len != 0) return malformed(fmt::format("heartbeat with a {}-byte body", body_len));
   } else {
-    if (body_len < 2) return malformed("pid list without its count");
+    const size_t head = epoch_bytes(h.type);
+    if (body_len < head + 2) return malformed(head != 0 ? "memory suspicion report without its epoch and count"
+                                                        : "pid list without its count");
+    m.epoch = head != 0 ? load(body, 8) : 0;
+    body += head;
     const size_t count = load(body, 2);
-    if (count > kMaxPidsPerMessage || body_len != 2 + 2 * count) {
+    if (count > kMaxPidsPerMessage || body_len != head + 2 + 2 * count) {
       return malformed(fmt::format("pid count {} does not match a {}-byte body", count, body_len));
     }
     m.pids.reserve(count);

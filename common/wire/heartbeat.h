@@ -40,7 +40,8 @@
 namespace pandora::wire {
 
 inline constexpr uint32_t kHeartbeatMagic = 0x54424850;  // bytes "PHBT"
-inline constexpr uint16_t kHeartbeatVersion = 1;
+// 2: MemorySuspects carries the cluster record epoch of the sender's view.
+inline constexpr uint16_t kHeartbeatVersion = 2;
 inline constexpr size_t kMaxDatagram = 1400;  // below any loopback / Ethernet MTU
 inline constexpr size_t kHeartbeatHeaderBytes = 4 + 2 + 1 + 1 + 8 + 4 + 8 + 8 + 8 + 2;  // 46
 inline constexpr size_t kHeartbeatMacBytes = 32;
@@ -57,7 +58,13 @@ enum class HeartbeatType : uint8_t {
   kHeartbeat = 1,   // no body
   kSuspects = 2,    // body: u16 count | u16 pids[count]: compute pids this replica has missed for the timeout
   kFailedPush = 3,  // body: u16 count | u16 pids[count]: pids whose recovery was just published
-  kMemorySuspects = 4,  // body as kSuspects, but memory node ids this replica has missed
+  // body: u64 epoch | u16 count | u16 ids[count]: memory node ids this
+  // replica has missed, judged under the cluster record of `epoch` (which
+  // node ids are retired, which daemon each is bound to). A receiver that
+  // follows a newer record does not count it: a replica that has not yet
+  // read a replacement's record refuses the new daemon's heartbeats (bound
+  // to the old one) and would vote a live node failed.
+  kMemorySuspects = 4,
 };
 
 struct HeartbeatHeader {
@@ -72,7 +79,8 @@ struct HeartbeatHeader {
 
 struct HeartbeatMessage {
   HeartbeatHeader header;
-  std::vector<uint16_t> pids;  // kSuspects, kFailedPush; empty for kHeartbeat
+  std::vector<uint16_t> pids;  // kSuspects, kFailedPush, kMemorySuspects; empty for kHeartbeat
+  uint64_t epoch = 0;          // kMemorySuspects only
 };
 
 // Appends the authenticated datagram for `m` to `out`. kInvalidArgument when

@@ -106,13 +106,31 @@ void Detector::follow_memory_record(const std::set<uint32_t>& ids, const std::ma
                                     uint64_t epoch) {
   std::lock_guard lock(mu_);
   if (epoch < retired_epoch_) return;
+  const uint64_t now = monotonic_ns();
+  if (epoch > retired_epoch_) {
+    // Peers' memory reports judged under an older record stop counting at
+    // once; fresh ones arrive within a tick, tagged with their epoch.
+    for (const auto& [peer, ep] : peers_) monitor_.report(peer, wire::SenderKind::kMemory, {}, now);
+  }
   retired_epoch_ = epoch;
+  // A node bound to another daemon than before (replaced, readdressed) is
+  // watched anew from now: silence of the daemon it was bound to says
+  // nothing about the one it is bound to now.
+  for (const auto& [id, inc] : incarnations) {
+    const auto before = memory_incarnations_.find(id);
+    const NodeKey key{wire::SenderKind::kMemory, id};
+    if (before != memory_incarnations_.end() && before->second != inc && monitor_.watching(key)) {
+      monitor_.unwatch(key);
+      monitor_.watch(key, now);
+      failed_.erase(key);
+    }
+  }
   memory_incarnations_ = incarnations;
   // A node no longer listed was just brought back, alive: watched from now
   // (waiting for its next heartbeat would never suspect one that died
   // before sending it).
   for (uint32_t id : retired_memory_) {
-    if (!ids.contains(id)) monitor_.watch(NodeKey{wire::SenderKind::kMemory, id}, monotonic_ns());
+    if (!ids.contains(id)) monitor_.watch(NodeKey{wire::SenderKind::kMemory, id}, now);
   }
   retired_memory_ = ids;
   for (uint32_t id : ids) {
@@ -146,7 +164,8 @@ DetectorStats Detector::stats() const {
   return s;
 }
 
-Status Detector::encode(std::string& out, wire::HeartbeatType type, std::span<const uint16_t> pids) {
+Status Detector::encode(std::string& out, wire::HeartbeatType type, std::span<const uint16_t> pids,
+                        uint64_t epoch) {
   wire::HeartbeatMessage m;
   m.header.type = type;
   m.header.kind = wire::SenderKind::kReplica;
@@ -156,6 +175,7 @@ Status Detector::encode(std::string& out, wire::HeartbeatType type, std::span<co
   m.header.seq = seq_.fetch_add(1) + 1;
   m.header.sent_ns = realtime_ns();
   m.pids.assign(pids.begin(), pids.end());
+  m.epoch = epoch;
   out.clear();
   return wire::encode_heartbeat(out, m, options_.secret);
 }
@@ -179,7 +199,7 @@ Status Detector::push_failed(std::span<const Endpoint> to, std::span<const uint1
   std::string datagram;
   for (size_t at = 0; at < pids.size(); at += wire::kMaxPidsPerMessage) {
     const auto chunk = pids.subspan(at, std::min(wire::kMaxPidsPerMessage, pids.size() - at));
-    if (Status s = encode(datagram, wire::HeartbeatType::kFailedPush, chunk); !s) return s;
+    if (Status s = encode(datagram, wire::HeartbeatType::kFailedPush, chunk, 0); !s) return s;
     for (const net::UdpAddress& a : targets) {
       if (Status s = send_to(a, datagram); s) {
         ++sent;
@@ -277,10 +297,16 @@ void Detector::handle(const wire::HeartbeatMessage& m, const sockaddr_storage& f
                          from, from_len);
         return;
       }
+      const bool memory = h.type == wire::HeartbeatType::kMemorySuspects;
+      if (memory && m.epoch < retired_epoch_) {
+        // Judged under an older cluster record (the peer has not read the
+        // latest yet): not a vote. Its previous report is dropped too.
+        monitor_.report(h.sender, wire::SenderKind::kMemory, {}, now);
+        ++stats_.reports_stale;
+        return;
+      }
       const std::vector<uint32_t> ids(m.pids.begin(), m.pids.end());
-      monitor_.report(h.sender,
-                      h.type == wire::HeartbeatType::kSuspects ? wire::SenderKind::kCompute : wire::SenderKind::kMemory,
-                      ids, now);
+      monitor_.report(h.sender, memory ? wire::SenderKind::kMemory : wire::SenderKind::kCompute, ids, now);
       ++stats_.reports_received;
       evaluate_locked(now);
       return;
@@ -300,15 +326,19 @@ uint64_t Detector::tick(uint64_t now) {
   std::vector<net::UdpAddress> targets;
   size_t dropped = 0;
   uint64_t next_suspicion = UINT64_MAX;
+  uint64_t memory_epoch = 0;  // the record the memory view follows
   {
     std::lock_guard lock(mu_);
     ++stats_.ticks;
+    memory_epoch = retired_epoch_;
     next_suspicion = monitor_.next_suspicion(now);
     for (const NodeKey& k : monitor_.local_suspects(now)) {
       std::vector<uint16_t>& ids = k.kind == wire::SenderKind::kMemory ? memory : compute;
+      // (A memory report's epoch takes four ids' room.)
+      const size_t room = wire::kMaxPidsPerMessage - (k.kind == wire::SenderKind::kMemory ? 4 : 0);
       // Ids beyond u16 are not compute pids or memory node ids: watch() was
       // given a bad id; a report cannot name it.
-      if (k.kind == wire::SenderKind::kReplica || k.id > 0xffff || ids.size() == wire::kMaxPidsPerMessage) {
+      if (k.kind == wire::SenderKind::kReplica || k.id > 0xffff || ids.size() == room) {
         ++dropped;
         continue;
       }
@@ -328,7 +358,8 @@ uint64_t Detector::tick(uint64_t now) {
     if (ids->empty() && !*reported) continue;
     *reported = !ids->empty();
     if (targets.empty()) continue;
-    if (Status s = encode(datagram, type, *ids); !s) {
+    if (Status s = encode(datagram, type, *ids, type == wire::HeartbeatType::kMemorySuspects ? memory_epoch : 0);
+        !s) {
       log_.error("cannot encode a suspicion report: {}", s.to_string());
       continue;
     }

@@ -70,6 +70,7 @@ struct DetectorStats {
   uint64_t heartbeats_unwatched = 0;  // authentic heartbeats of nodes not watched (dropped)
   uint64_t heartbeats_foreign = 0;    // authentic heartbeats of a memory node id from a daemon it is not bound to
   uint64_t reports_received = 0;      // authentic Suspects / MemorySuspects of a peer
+  uint64_t reports_stale = 0;         // MemorySuspects judged under an older cluster record than ours (ignored)
   uint64_t reports_sent = 0;
   uint64_t pushes_sent = 0;           // FailedPush datagrams
   uint64_t send_errors = 0;
@@ -117,6 +118,12 @@ class Detector {
   // they are not the node's, e.g. an old daemon of a replaced node, cut
   // off rather than dead, that would otherwise keep a dead replacement
   // looking alive. Unbound ids are heard from any daemon.
+  // A node whose binding changes is watched anew, heard now. Memory
+  // suspicion reports carry the epoch of the record their sender follows;
+  // one older than the record applied here is not counted (a replica that
+  // has not read a replacement's record yet refuses the new daemon's
+  // heartbeats and would vote the live node failed), and applying a newer
+  // record drops the peers' memory reports until they send fresh ones.
   // A record older than one applied before changes nothing (a reader that
   // raced with a fail-over must not bring the failed node back).
   void follow_memory_record(const std::set<uint32_t>& retired, const std::map<uint32_t, uint64_t>& incarnations,
@@ -146,8 +153,9 @@ class Detector {
   uint64_t tick(uint64_t now);
   // With mu_ held: latches nodes the monitor now finds failed.
   void evaluate_locked(uint64_t now);
-  // Encodes one message from this replica (next seq) into out.
-  Status encode(std::string& out, wire::HeartbeatType type, std::span<const uint16_t> pids);
+  // Encodes one message from this replica (next seq) into out; `epoch`
+  // only for kMemorySuspects.
+  Status encode(std::string& out, wire::HeartbeatType type, std::span<const uint16_t> pids, uint64_t epoch);
   Status send_to(const net::UdpAddress& to, const std::string& datagram);
 
   const DetectorOptions options_;

@@ -560,6 +560,38 @@ TEST(Detector, AMemoryNodeIsHeardOnlyFromTheDaemonTheRecordBindsItTo) {
   stray->stop();
 }
 
+// Right after a replacement only the leader has read the record that binds
+// node 4 to the new daemon; the other replicas still bind it to the dead
+// old one, refuse the new daemon's heartbeats and report node 4 missed.
+// Their reports carry the older epoch, so the leader does not count them
+// (two of three would fail a live node). Once they read the record they
+// hear the new daemon; when it stops, node 4 is failed as usual.
+TEST(Detector, MemorySuspicionUnderAnOlderRecordIsNotAVote) {
+  Replicas r(3);
+  auto fresh = sender(SenderKind::kMemory, 4, r.endpoints());
+  const uint64_t old_daemon = fresh->incarnation() ^ 1;
+  r.at(1).follow_memory_record({}, {{4, fresh->incarnation()}}, 3);
+  for (uint32_t stale : {2u, 3u}) r.at(stale).follow_memory_record({}, {{4, old_daemon}}, 1);
+  r.watch(SenderKind::kMemory, 4);
+  ASSERT_TRUE(eventually([&] {
+    return r.at(1).stats().reports_stale > 20 && r.at(2).stats().heartbeats_foreign > 20;
+  })) << "the stale replicas did not report node 4 missed";
+  EXPECT_TRUE(r.at(1).wait_failed(200ms).empty()) << "stale reports failed a live node";
+  EXPECT_TRUE(contains(r.at(2).wait_failed(200ms), SenderKind::kMemory, 4))
+      << "a stale replica counts its stale peer (both at epoch 1): the case the epoch guards against";
+
+  for (uint32_t stale : {2u, 3u}) {
+    r.at(stale).unwatch(SenderKind::kMemory, 4);  // its stale decision, handled
+    r.at(stale).watch(SenderKind::kMemory, 4);
+    r.at(stale).follow_memory_record({}, {{4, fresh->incarnation()}}, 3);
+  }
+  const uint64_t heard = r.at(2).stats().heartbeats;
+  ASSERT_TRUE(eventually([&] { return r.at(2).stats().heartbeats > heard + 10; }));
+  EXPECT_TRUE(r.at(1).wait_failed(100ms).empty());
+  fresh->stop();
+  EXPECT_TRUE(contains(r.at(1).wait_failed(2000ms), SenderKind::kMemory, 4));
+}
+
 // A daemon's heartbeats carry the incarnation it names at login (what the
 // record binds), so binding by what a login said hears the daemon.
 TEST(MemdHeartbeats, ADaemonHeartbeatsUnderTheIncarnationItNamesAtLogin) {

@@ -42,6 +42,13 @@ void expect_same(const HeartbeatMessage& a, const HeartbeatMessage& b) {
   EXPECT_EQ(a.header.seq, b.header.seq);
   EXPECT_EQ(a.header.sent_ns, b.header.sent_ns);
   EXPECT_EQ(a.pids, b.pids);
+  EXPECT_EQ(a.epoch, b.epoch);
+}
+
+HeartbeatMessage memory_suspects(std::vector<uint16_t> ids, uint64_t epoch) {
+  HeartbeatMessage m = message(HeartbeatType::kMemorySuspects, SenderKind::kReplica, std::move(ids));
+  m.epoch = epoch;
+  return m;
 }
 
 std::vector<HeartbeatMessage> samples() {
@@ -51,15 +58,17 @@ std::vector<HeartbeatMessage> samples() {
           message(HeartbeatType::kHeartbeat, SenderKind::kMemory),
           message(HeartbeatType::kSuspects, SenderKind::kReplica, {}),
           message(HeartbeatType::kSuspects, SenderKind::kReplica, {1, 7, 65535}),
-          message(HeartbeatType::kMemorySuspects, SenderKind::kReplica, {3}),
+          memory_suspects({3}, 0xfedcba9876543210),
+          memory_suspects({}, 0),
           message(HeartbeatType::kFailedPush, SenderKind::kReplica, many)};
 }
 
 TEST(HeartbeatWire, RoundTripsEveryType) {
   for (const HeartbeatMessage& m : samples()) {
     const std::string d = encoded(m);
+    const size_t epoch = m.header.type == HeartbeatType::kMemorySuspects ? 8 : 0;
     EXPECT_EQ(d.size(), kHeartbeatHeaderBytes + kHeartbeatMacBytes +
-                            (m.header.type == HeartbeatType::kHeartbeat ? 0 : 2 + 2 * m.pids.size()));
+                            (m.header.type == HeartbeatType::kHeartbeat ? 0 : epoch + 2 + 2 * m.pids.size()));
     EXPECT_LE(d.size(), kMaxDatagram);
     Result<HeartbeatMessage> back = decode_heartbeat(bytes(d), kSecret, kCluster);
     ASSERT_TRUE(back) << back.status().to_string();
@@ -71,7 +80,7 @@ TEST(HeartbeatWire, LayoutIsLittleEndianAsDocumented) {
   const std::string d = encoded(message(HeartbeatType::kHeartbeat, SenderKind::kCompute));
   ASSERT_EQ(d.size(), 78u);
   EXPECT_EQ(d.substr(0, 4), "PHBT");
-  EXPECT_EQ(static_cast<uint8_t>(d[4]), 1);  // version
+  EXPECT_EQ(static_cast<uint8_t>(d[4]), 2);  // version
   EXPECT_EQ(static_cast<uint8_t>(d[6]), 1);  // type heartbeat
   EXPECT_EQ(static_cast<uint8_t>(d[7]), 1);  // kind compute
   EXPECT_EQ(static_cast<uint8_t>(d[16]), 42);  // sender id
@@ -85,6 +94,12 @@ TEST(HeartbeatWire, EncoderRefusesWhatDoesNotFit) {
   std::vector<uint16_t> too_many(kMaxPidsPerMessage + 1, 5);
   EXPECT_EQ(encode_heartbeat(out, message(HeartbeatType::kFailedPush, SenderKind::kReplica, too_many), kSecret).code(),
             Errc::kInvalidArgument);
+  // The epoch takes room in a memory suspicion report, and only there.
+  std::vector<uint16_t> full(kMaxPidsPerMessage, 5);
+  EXPECT_EQ(encode_heartbeat(out, memory_suspects(full, 1), kSecret).code(), Errc::kInvalidArgument);
+  HeartbeatMessage suspects = message(HeartbeatType::kSuspects, SenderKind::kReplica, {1});
+  suspects.epoch = 3;
+  EXPECT_EQ(encode_heartbeat(out, suspects, kSecret).code(), Errc::kInvalidArgument);
   EXPECT_TRUE(out.empty());
 }
 
@@ -135,6 +150,13 @@ TEST(HeartbeatWire, MalformedMessagesSayWhy) {
   EXPECT_NE(r.status().message().find("body"), std::string::npos) << r.status().message();
   std::string big(kMaxDatagram + 1, 'x');
   EXPECT_EQ(decode_heartbeat(bytes(big), kSecret, kCluster).status().code(), Errc::kProtocol);
+  // A compute suspicion report relabelled as a memory one: no room for the
+  // epoch its body must start with.
+  d = encoded(message(HeartbeatType::kSuspects, SenderKind::kReplica, {}));
+  d[6] = static_cast<char>(HeartbeatType::kMemorySuspects);
+  r = decode_heartbeat(bytes(d), kSecret, kCluster);
+  EXPECT_EQ(r.status().code(), Errc::kProtocol);
+  EXPECT_NE(r.status().message().find("epoch"), std::string::npos) << r.status().message();
 }
 
 HeartbeatHeader header(uint64_t incarnation, uint64_t seq, uint64_t sent_ns, uint32_t sender = 42,

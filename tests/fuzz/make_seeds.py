@@ -18,7 +18,7 @@ CONTROL_MAGIC = 0x4C544350
 CONTROL_VERSION = 5
 READ, WRITE, CAS, FAA = 1, 2, 3, 4
 HEARTBEAT_MAGIC = 0x54424850
-HEARTBEAT_VERSION = 1
+HEARTBEAT_VERSION = 2
 # tests/fuzz/fuzz_heartbeat.cc signs with this secret for this cluster.
 FUZZ_SECRET = b"fuzz-secret"
 FUZZ_CLUSTER = 7
@@ -45,8 +45,10 @@ def region():
     return struct.pack("<QIIQQQQQQ", 7, 1, 1, 1 << 26, 4096, 8192, 1 << 25, 1 << 20, 0x0123456789ABCDEF)
 
 
-def heartbeat(msg_type, kind, sender, seq, pids=None):
+def heartbeat(msg_type, kind, sender, seq, pids=None, epoch=None):
     body = b"" if pids is None else struct.pack("<H", len(pids)) + struct.pack("<%dH" % len(pids), *pids)
+    if epoch is not None:  # MemorySuspects: the record epoch of the sender's view first
+        body = struct.pack("<Q", epoch) + body
     head = struct.pack("<IHBBQIQQQH", HEARTBEAT_MAGIC, HEARTBEAT_VERSION, msg_type, kind, FUZZ_CLUSTER, sender,
                        0x1122334455667788, seq, 1_700_000_000_000_000_000, len(body))
     data = head + body
@@ -120,7 +122,7 @@ def main():
         "2_suspects": heartbeat(2, REPLICA, 2, 4, [5, 6, 65535]),
         "3_failed_push": heartbeat(3, REPLICA, 1, 5, [7]),
         "3_failed_push_full": heartbeat(3, REPLICA, 1, 6, list(range(1, 661))),
-        "4_memory_suspects": heartbeat(4, REPLICA, 3, 7, [2]),
+        "4_memory_suspects": heartbeat(4, REPLICA, 3, 7, [2], epoch=5),
     }
     write_all(os.path.join(HERE, "seeds", "heartbeat"), datagrams)
 
