@@ -456,6 +456,20 @@ Result<RebuildReport> RecoveryCoordinator::replace_memory_node(const ReplaceRequ
   const auto clear_start = Clock::now();
   if (Status s = clear_replacement_log(cluster_, conns, *index, logger_); !s) return s;
   const uint64_t clear_us = us_since(clear_start);
+  // Fenced pids stay fenced there (a fenced process must not reach the
+  // node through it). Those published failed so far are fenced before the
+  // world stops, as nobody uses the node yet: a cluster that lived through
+  // thousands of compute-node lifetimes has thousands, one round trip
+  // each. Those that fail from here to the park are fenced in the pause; a
+  // pid that fails after it is fenced by its recovery, which reads the
+  // record that lists the node.
+  const auto fence_start = Clock::now();
+  auto fenced_before = registry_.failed();
+  if (!fenced_before) return fenced_before.status();
+  for (uint16_t pid : *fenced_before) {
+    if (Status s = admin_.fence({req.endpoint}, pid); !s) return s;
+  }
+  const uint64_t fence_us = us_since(fence_start);
   const auto pause_start = Clock::now();
   const uint64_t epoch = new_pause_epoch();
   if (Status s = registry_.begin_pause(epoch, {}); !s) return s;
@@ -465,14 +479,14 @@ Result<RebuildReport> RecoveryCoordinator::replace_memory_node(const ReplaceRequ
   auto recovered = park_everyone(epoch, pause_start, why);
   if (!recovered) return recovered.status();
   const uint64_t parked_us = us_since(pause_start);
-  // Fenced pids stay fenced there (a fenced process must not reach the
-  // node through it), those recovered in this pause included; a pid that
-  // fails from here on is fenced by its recovery, which reads the record
-  // that lists the node.
+  // Pids that failed since, those recovered in this pause included.
   auto failed = registry_.failed();
   if (!failed) return failed.status();
+  size_t fenced_in_pause = 0;
   for (uint16_t pid : *failed) {
+    if (std::binary_search(fenced_before->begin(), fenced_before->end(), pid)) continue;
     if (Status s = admin_.fence({req.endpoint}, pid); !s) return s;
+    ++fenced_in_pause;
   }
   const auto journal_ptr = registry_.relocation_journal();
   RelocationJournal& journal = *journal_ptr;
@@ -497,11 +511,12 @@ Result<RebuildReport> RecoveryCoordinator::replace_memory_node(const ReplaceRequ
   if (!record) return record.status();
   logger_.info("memory node {} is back at {}: configuration epoch {}; {} fenced pid(s) fenced there, pause {} us "
                "(parked in {} us, {} compute node(s) recovered in it), {} rows copied ({} relocated, {} journaled "
-               "moves finished) in {} us, {} MiB read, {} MiB written; log area cleared before the pause in {} us; "
-               "{} us in all",
-               req.node_id, req.endpoint.to_string(), record->epoch, failed->size(), us_since(pause_start), parked_us,
-               *recovered, report->rows, report->relocated, report->resumed, report->scan_us + report->relocate_us,
-               report->bytes_read >> 20, report->bytes_written >> 20, clear_us, us_since(start));
+               "moves finished) in {} us, {} MiB read, {} MiB written; before the pause: log area cleared in {} us, "
+               "{} pid(s) fenced in {} us ({} more in the pause); {} us in all",
+               req.node_id, req.endpoint.to_string(), record->epoch, fenced_before->size() + fenced_in_pause,
+               us_since(pause_start), parked_us, *recovered, report->rows, report->relocated, report->resumed,
+               report->scan_us + report->relocate_us, report->bytes_read >> 20, report->bytes_written >> 20, clear_us,
+               fenced_before->size(), fence_us, fenced_in_pause, us_since(start));
   return report;
 }
 

@@ -634,9 +634,9 @@ class FailoverTest : public ::testing::Test {
       pids.insert(c->pid);
     }
     ASSERT_NO_FATAL_FAILURE(expect_registry_clean(pids));
-    MemoryImage img;
-    ASSERT_NO_FATAL_FAILURE(expect_memory_consistent(what, &img));
-    EXPECT_TRUE(img.latches.empty()) << what << ": a latch was left behind";
+    // No latch is left but stray ones of pids this test killed (stolen when
+    // met, never scanned for): expect_memory_consistent fails on others.
+    ASSERT_NO_FATAL_FAILURE(expect_memory_consistent(what));
   }
 
   // Registry-level end checks: every killed pid recovered, no lease or
@@ -1512,12 +1512,24 @@ TEST_F(FailoverTest, ALeaderDyingInAReplacementIsFinishedByTheNext) {
     return r && paused && r->failed_memory.size() == 1 && !*paused;
   }, 50ms)) << "memory node " << node_id << " was not failed over\n" << armed->tail();
   ASSERT_NO_FATAL_FAILURE(expect_commits_grow({&a, &b}, "after the fail-over"));
+  // A compute process dies and is recovered while the node is out: its pid
+  // is published failed before the replacement begins.
+  Compute victim;
+  ASSERT_NO_FATAL_FAILURE(start_compute("victim", 60, &victim));
+  ASSERT_NO_FATAL_FAILURE(kill_compute(victim));
+  ASSERT_NO_FATAL_FAILURE(wait_recovered(victim.pid, 60s, "killed while the memory node was out"));
 
   ASSERT_TRUE(node.restart());
   ASSERT_TRUE(reg().request_replacement(ReplaceRequest{node_id, node.endpoint(), {}}));
   auto rc = armed->wait(60s);
   ASSERT_TRUE(rc) << "the leader did not die in the replacement's pause\n" << armed->tail();
   EXPECT_EQ(*rc, 128 + SIGKILL) << armed->tail();
+  // It died as the pause began: the pids published failed before were
+  // fenced at the replacement already (before the world stopped: a long-
+  // lived cluster has thousands, one round trip each).
+  auto early = ControlClient::connect(node.endpoint(), node.identity(victim.pid), 5s);
+  ASSERT_FALSE(early) << "the dead compute process's pid logged in at the replacement";
+  EXPECT_EQ(early.status().code(), Errc::kFenced) << early.status().to_string();
 
   ASSERT_TRUE(wait_until(90s, [&] {
     auto r = zk_read([](Registry& reg) { return reg.read_cluster(); });
