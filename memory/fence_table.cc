@@ -131,6 +131,7 @@ void FenceTable::wait_for_quiescence() {
 
 Status FenceTable::unfence(uint16_t compute_id) {
   if (compute_id == 0) return Status(Errc::kInvalidArgument, "compute id 0 is never issued");
+  if (!is_fenced(compute_id)) return Status::ok();
   generations_[compute_id].fetch_add(1, std::memory_order_seq_cst);
   const uint64_t mask = fence_bit_mask(compute_id);
   const uint64_t before = __atomic_fetch_and(word(compute_id), ~mask, __ATOMIC_SEQ_CST);

@@ -110,7 +110,7 @@ class FenceTable {
   // Number of fenced compute ids (bits set).
   uint64_t fenced_count() const;
 
-  // Bumped by every unfence of the id. A session records it at login and
+  // Bumped by every unfence of a fenced id. A session records it at login and
   // is served only while it is unchanged, so a session from before a
   // fence never comes back to life when the id is unfenced for reuse.
   // Not persistent: sessions do not survive a daemon restart either.
@@ -123,7 +123,10 @@ class FenceTable {
   }
 
   // Clears the fence bit (persisted) after bumping the generation: every
-  // request of an older session sees the bit or the new generation.
+  // request of an older session sees the bit or the new generation. An id
+  // that is not fenced is left alone, its sessions too (they are not from
+  // before a fence): unfencing is then a no-op, so a caller may unfence
+  // every id that must be able to log in without cutting live sessions.
   // kInvalidArgument for id 0.
   Status unfence(uint16_t compute_id);
 

@@ -543,6 +543,12 @@ TEST_F(LiveTest, UnfenceLetsTheIdInAgainButNotItsOldSessions) {
   auto st = adm->stats();
   ASSERT_TRUE(st);
   EXPECT_EQ(st->fenced_nodes, 0u);
+  // Unfencing an id that is not fenced changes nothing: its live session
+  // goes on (a replacement unfences every id that must log in there,
+  // its filler's own included).
+  ASSERT_TRUE(adm->unfence(7));
+  EXPECT_EQ(write_bytes(*fresh, a, "still!"), Errc::kOk);
+  EXPECT_EQ(read_bytes(*fresh, a, 6), "still!");
 }
 
 // Reaps a forked child in every case, so a failing test leaves nothing behind.
