@@ -432,6 +432,39 @@ Status RecoveryCoordinator::fail_over_memory_node(uint32_t node_id) {
   return Status::ok();
 }
 
+Result<size_t> RecoveryCoordinator::unfence_pids_that_may_log_in(const Endpoint& node,
+                                                                 const std::vector<uint16_t>& failed) {
+  // A fresh region has exactly the failed pids fenced now: nothing to do.
+  size_t fenced_there = 0;
+  Status s = admin_.at_every({node}, "stats", [&](ControlClient& c) {
+    auto st = c.stats();
+    if (!st) return st.status();
+    fenced_there = st->fenced_nodes;
+    return Status::ok();
+  });
+  if (!s) return s;
+  if (fenced_there <= failed.size()) return size_t{0};
+  auto members = registry_.members();
+  if (!members) return members.status();
+  auto alloc = registry_.alloc();
+  if (!alloc) return alloc.status();
+  std::vector<uint16_t> may_log_in = alloc->reuse;
+  for (const MemberRecord& m : *members) may_log_in.push_back(m.pid);
+  std::sort(may_log_in.begin(), may_log_in.end());
+  may_log_in.erase(std::unique(may_log_in.begin(), may_log_in.end()), may_log_in.end());
+  size_t unfenced = 0;
+  for (uint16_t pid : may_log_in) {
+    if (std::binary_search(failed.begin(), failed.end(), pid)) continue;
+    s = admin_.at_every({node}, "unfence", [pid](ControlClient& c) { return c.unfence(pid); });
+    if (!s) return s;
+    ++unfenced;
+  }
+  logger_.info("the replacement at {} had {} pid(s) fenced, {} of them not failed: unfenced {} pid(s) that are "
+               "live or recycled (its region was fenced before they were recycled)",
+               node.to_string(), fenced_there, fenced_there - failed.size(), unfenced);
+  return unfenced;
+}
+
 Result<RebuildReport> RecoveryCoordinator::replace_memory_node(const ReplaceRequest& req) {
   const auto start = Clock::now();
   auto cr = registry_.refresh_cluster();
@@ -457,7 +490,8 @@ Result<RebuildReport> RecoveryCoordinator::replace_memory_node(const ReplaceRequ
   if (Status s = clear_replacement_log(cluster_, conns, *index, logger_); !s) return s;
   const uint64_t clear_us = us_since(clear_start);
   // Fenced pids stay fenced there (a fenced process must not reach the
-  // node through it). Those published failed so far are fenced before the
+  // node through it), and only those (unfence_pids_that_may_log_in). Those
+  // published failed so far are fenced before the
   // world stops, as nobody uses the node yet: a cluster that lived through
   // thousands of compute-node lifetimes has thousands, one round trip
   // each. Those that fail from here to the park are fenced in the pause; a
@@ -469,6 +503,8 @@ Result<RebuildReport> RecoveryCoordinator::replace_memory_node(const ReplaceRequ
   for (uint16_t pid : *fenced_before) {
     if (Status s = admin_.fence({req.endpoint}, pid); !s) return s;
   }
+  auto unfenced = unfence_pids_that_may_log_in(req.endpoint, *fenced_before);
+  if (!unfenced) return unfenced.status();
   const uint64_t fence_us = us_since(fence_start);
   const auto pause_start = Clock::now();
   const uint64_t epoch = new_pause_epoch();
@@ -512,11 +548,11 @@ Result<RebuildReport> RecoveryCoordinator::replace_memory_node(const ReplaceRequ
   logger_.info("memory node {} is back at {}: configuration epoch {}; {} fenced pid(s) fenced there, pause {} us "
                "(parked in {} us, {} compute node(s) recovered in it), {} rows copied ({} relocated, {} journaled "
                "moves finished) in {} us, {} MiB read, {} MiB written; before the pause: log area cleared in {} us, "
-               "{} pid(s) fenced in {} us ({} more in the pause); {} us in all",
+               "{} pid(s) fenced and {} unfenced in {} us ({} more fenced in the pause); {} us in all",
                req.node_id, req.endpoint.to_string(), record->epoch, fenced_before->size() + fenced_in_pause,
                us_since(pause_start), parked_us, *recovered, report->rows, report->relocated, report->resumed,
                report->scan_us + report->relocate_us, report->bytes_read >> 20, report->bytes_written >> 20, clear_us,
-               fenced_before->size(), fence_us, fenced_in_pause, us_since(start));
+               fenced_before->size(), *unfenced, fence_us, fenced_in_pause, us_since(start));
   return report;
 }
 

@@ -208,6 +208,13 @@ class RecoveryCoordinator {
   // replica_rebuild.h): before any pause ends, since a row may sit at two
   // slots of a survivor until then. Returns how many were finished.
   Result<uint64_t> finish_pending_moves();
+  // A replacement's region may be the node's old one, or one an attempt
+  // cut short fenced: its fence bitmap may hold pids recycled since (the
+  // recycler unfences only live nodes), which live members or future ones
+  // log in with once the node is back. After `failed` (sorted) was fenced
+  // there: when the daemon has more pids fenced, unfences every live
+  // member's and every recycled pid that is not failed. Returns how many.
+  Result<size_t> unfence_pids_that_may_log_in(const Endpoint& node, const std::vector<uint16_t>& failed);
   // Compute members that have not acknowledged pause `epoch`, but `except`.
   Result<std::vector<uint16_t>> not_parked(uint64_t epoch, const std::vector<uint16_t>& except);
   // The authenticated push of a recovered pid to every compute node.

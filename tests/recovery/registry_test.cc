@@ -1054,6 +1054,67 @@ TEST_F(RegistryZkTest, ANewLeaderFinishesTheRowMovesOfARebuildCutShort) {
   EXPECT_TRUE(audit->clean()) << fmt::format("{}", fmt::join(audit->problems, "\n"));
 }
 
+// A replacement on the node's old region: that region was fenced for pids
+// that were recycled while the node was out (the recycler unfences only
+// live nodes) - one issued again to a live member, one waiting in the
+// reuse list. Once the node is back both must be able to log in there, or
+// the live member could never switch back (it would stay parked).
+TEST_F(RegistryZkTest, AReplacementOnAnOldRegionLetsInThePidsRecycledSince) {
+  testing::MemdCluster memds(3, "16M", "2M");
+  ASSERT_TRUE(memds.ok()) << memds.error();
+  ComputeConfig base = memds.config(1, Backend::kTcp, 2);
+  ClusterRecord c;
+  c.cluster_id = base.cluster_id;
+  c.memory_nodes = base.memory_nodes;
+  c.memory_node_ids = {1, 2, 3};
+  c.lane_bytes = testing::kTestLaneBytes;
+  c.lanes = static_cast<uint32_t>((2u << 20) / c.lane_bytes);
+  ASSERT_TRUE(Registry::init(zk_options(), root("oldregion"), c, log_));
+  auto reg = Registry::open(zk_options(), root("oldregion"), c.cluster_id, log_);
+  ASSERT_TRUE(reg) << reg.status().to_string();
+  const auto leader = member_config(**reg, base, c.lane_bytes, MemberRole::kFd, 2);
+  ASSERT_TRUE(leader);
+  auto cluster = testing::connect_with_accounts(*leader, 1, 50, 100);
+  ASSERT_TRUE(cluster);
+  const auto live = member_config(**reg, base, c.lane_bytes, MemberRole::kFd, 2);
+  ASSERT_TRUE(live);
+  const uint16_t live_pid = static_cast<uint16_t>(live->compute_id);
+  constexpr uint16_t kRecycled = 9;
+  {
+    auto node = (*reg)->zk().get((*reg)->path("alloc"));
+    ASSERT_TRUE(node) << node.status().to_string();
+    auto alloc = decode_alloc_record(node->data);
+    ASSERT_TRUE(alloc) << alloc.status().to_string();
+    alloc->next_pid = std::max<uint32_t>(alloc->next_pid, kRecycled + 1);
+    alloc->reuse.push_back(kRecycled);
+    ASSERT_TRUE((*reg)->zk().set((*reg)->path("alloc"), encode_alloc_record(*alloc)));
+  }
+  // Node 3's region carries both fences from their earlier lives.
+  {
+    auto admin = ControlClient::connect(memds.memd(2).endpoint(), memds.memd(2).identity(0), std::chrono::seconds(5));
+    ASSERT_TRUE(admin) << admin.status().to_string();
+    ASSERT_TRUE((*admin)->fence(live_pid));
+    ASSERT_TRUE((*admin)->fence(kRecycled));
+  }
+  memds.memd(2).kill9();
+  ASSERT_TRUE((*reg)->fail_memory_node(FailedMemoryNode{3, c.memory_nodes[2]}, 41));
+  ASSERT_TRUE((*reg)->end_pause());
+  cluster->declare_memory_failed(2);
+  ASSERT_TRUE(cluster->apply_memory_failures());
+  ASSERT_TRUE(memds.memd(2).restart());  // the old region
+
+  RecoveryCoordinatorOptions ro;
+  ro.cluster_id = c.cluster_id;
+  ro.secret = base.secret;
+  RecoveryCoordinator coord(**reg, *cluster, ro, log_, {});
+  auto report = coord.replace_memory_node(ReplaceRequest{3, memds.memd(2).endpoint(), {}});
+  ASSERT_TRUE(report) << report.status().to_string();
+  for (uint16_t pid : {live_pid, kRecycled}) {
+    auto in = ControlClient::connect(memds.memd(2).endpoint(), memds.memd(2).identity(pid), std::chrono::seconds(5));
+    EXPECT_TRUE(in) << "pid " << pid << " at the replacement: " << in.status().to_string();
+  }
+}
+
 // Pid recycling with a tiny pid space: pids of failed nodes are issued
 // again once every stray latch carrying them is released and every live
 // member has dropped them from its failed-ids; a re-issued pid logs in and
