@@ -15,6 +15,9 @@ static_assert(kHeartbeatHeaderBytes == 46, "wire layout: header is 46 bytes");
 static_assert(kHeartbeatMacBytes == sizeof(Digest256));
 static_assert(kMaxPidsPerMessage == 660);
 static_assert(kHeartbeatHeaderBytes + 2 + 2 * kMaxPidsPerMessage + kHeartbeatMacBytes <= kMaxDatagram);
+static_assert(kHeartbeatHeaderBytes + 8 + 2 + 2 * max_ids_per_message(HeartbeatType::kMemorySuspects) +
+                  kHeartbeatMacBytes <=
+              kMaxDatagram);
 
 constexpr size_t kOffType = 6;
 constexpr size_t kOffKind = 7;
@@ -56,9 +59,9 @@ Status encode_heartbeat(std::string& out, const HeartbeatMessage& m, std::string
   if (m.epoch != 0 && h.type != HeartbeatType::kMemorySuspects) {
     return Status(Errc::kInvalidArgument, "only a memory suspicion report carries an epoch");
   }
-  if (m.pids.size() > kMaxPidsPerMessage - epoch_bytes(h.type) / 2) {
+  if (m.pids.size() > max_ids_per_message(h.type)) {
     return Status(Errc::kInvalidArgument, fmt::format("{} pids do not fit one datagram (at most {}): split them",
-                                                      m.pids.size(), kMaxPidsPerMessage));
+                                                      m.pids.size(), max_ids_per_message(h.type)));
   }
   const size_t start = out.size();
   put(out, kHeartbeatMagic, 4);
@@ -113,7 +116,7 @@ Result<HeartbeatMessage> decode_heartbeat(std::span<const uint8_t> d, std::strin
     m.epoch = head != 0 ? load(body, 8) : 0;
     body += head;
     const size_t count = load(body, 2);
-    if (count > kMaxPidsPerMessage || body_len != head + 2 + 2 * count) {
+    if (count > max_ids_per_message(h.type) || body_len != head + 2 + 2 * count) {
       return malformed(fmt::format("pid count {} does not match a {}-byte body", count, body_len));
     }
     m.pids.reserve(count);

@@ -67,6 +67,12 @@ enum class HeartbeatType : uint8_t {
   kMemorySuspects = 4,
 };
 
+// The ids one message of `type` can carry: a MemorySuspects report's epoch
+// takes four ids' room.
+constexpr size_t max_ids_per_message(HeartbeatType type) {
+  return type == HeartbeatType::kMemorySuspects ? kMaxPidsPerMessage - 4 : kMaxPidsPerMessage;
+}
+
 struct HeartbeatHeader {
   HeartbeatType type = HeartbeatType::kHeartbeat;
   SenderKind kind = SenderKind::kCompute;

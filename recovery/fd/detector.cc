@@ -334,8 +334,9 @@ uint64_t Detector::tick(uint64_t now) {
     next_suspicion = monitor_.next_suspicion(now);
     for (const NodeKey& k : monitor_.local_suspects(now)) {
       std::vector<uint16_t>& ids = k.kind == wire::SenderKind::kMemory ? memory : compute;
-      // (A memory report's epoch takes four ids' room.)
-      const size_t room = wire::kMaxPidsPerMessage - (k.kind == wire::SenderKind::kMemory ? 4 : 0);
+      const size_t room = wire::max_ids_per_message(k.kind == wire::SenderKind::kMemory
+                                                        ? wire::HeartbeatType::kMemorySuspects
+                                                        : wire::HeartbeatType::kSuspects);
       // Ids beyond u16 are not compute pids or memory node ids: watch() was
       // given a bad id; a report cannot name it.
       if (k.kind == wire::SenderKind::kReplica || k.id > 0xffff || ids.size() == room) {

@@ -97,6 +97,9 @@ TEST(HeartbeatWire, EncoderRefusesWhatDoesNotFit) {
   // The epoch takes room in a memory suspicion report, and only there.
   std::vector<uint16_t> full(kMaxPidsPerMessage, 5);
   EXPECT_EQ(encode_heartbeat(out, memory_suspects(full, 1), kSecret).code(), Errc::kInvalidArgument);
+  std::string fits;
+  EXPECT_TRUE(encode_heartbeat(
+      fits, memory_suspects(std::vector<uint16_t>(max_ids_per_message(HeartbeatType::kMemorySuspects), 5), 1), kSecret));
   HeartbeatMessage suspects = message(HeartbeatType::kSuspects, SenderKind::kReplica, {1});
   suspects.epoch = 3;
   EXPECT_EQ(encode_heartbeat(out, suspects, kSecret).code(), Errc::kInvalidArgument);
