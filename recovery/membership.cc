@@ -360,9 +360,7 @@ bool Membership::restore_replaced_memory_nodes() {
   for (size_t i = 0; i < cluster_->node_count(); ++i) {
     if (!cluster_->failed_over(i)) continue;
     const uint32_t id = cluster_->node(i).region.node_id;
-    const bool still_failed = std::any_of(cr->failed_memory.begin(), cr->failed_memory.end(),
-                                          [&](const FailedMemoryNode& f) { return f.node_id == id; });
-    if (still_failed) continue;
+    if (failed_over(*cr, id)) continue;
     const auto at = std::find(cr->memory_node_ids.begin(), cr->memory_node_ids.end(), id);
     if (at == cr->memory_node_ids.end() || cr->memory_node_ids.size() != cr->memory_nodes.size()) continue;
     const Endpoint& ep = cr->memory_nodes[static_cast<size_t>(at - cr->memory_node_ids.begin())];

@@ -122,12 +122,20 @@ std::string_view recovery_step_name(RecoveryStep s) {
 
 // ---- records --------------------------------------------------------------------
 
+bool failed_over(const ClusterRecord& r, uint32_t node_id) {
+  return std::any_of(r.failed_memory.begin(), r.failed_memory.end(),
+                     [&](const FailedMemoryNode& f) { return f.node_id == node_id; });
+}
+
+bool failed_over_at(const ClusterRecord& r, const Endpoint& endpoint) {
+  return std::any_of(r.failed_memory.begin(), r.failed_memory.end(),
+                     [&](const FailedMemoryNode& f) { return f.endpoint == endpoint; });
+}
+
 std::vector<Endpoint> live_memory_nodes(const ClusterRecord& r) {
   std::vector<Endpoint> out;
   for (const Endpoint& e : r.memory_nodes) {
-    const bool failed = std::any_of(r.failed_memory.begin(), r.failed_memory.end(),
-                                    [&](const FailedMemoryNode& f) { return f.endpoint == e; });
-    if (!failed) out.push_back(e);
+    if (!failed_over_at(r, e)) out.push_back(e);
   }
   return out;
 }
@@ -231,9 +239,7 @@ Result<ClusterRecord> decode_cluster_record(std::string_view text) {
   }
   for (const auto& [id, inc] : r.memory_incarnations) {
     const bool known = std::find(r.memory_node_ids.begin(), r.memory_node_ids.end(), id) != r.memory_node_ids.end();
-    const bool failed = std::any_of(r.failed_memory.begin(), r.failed_memory.end(),
-                                    [node = id](const FailedMemoryNode& f) { return f.node_id == node; });
-    if (!known || failed) {
+    if (!known || failed_over(r, id)) {
       return Status(Errc::kCorrupt, fmt::format("cluster record: memory_incarnations names node {}, which is not a "
                                                 "live memory node of the record", id));
     }
@@ -242,28 +248,20 @@ Result<ClusterRecord> decode_cluster_record(std::string_view text) {
 }
 
 Result<ClusterRecord> readdressed(const ClusterRecord& old, const std::vector<MemoryNodeAddress>& live) {
-  auto failed_id = [&](uint32_t id) {
-    return std::any_of(old.failed_memory.begin(), old.failed_memory.end(),
-                       [&](const FailedMemoryNode& f) { return f.node_id == id; });
-  };
-  auto failed_at = [&](const Endpoint& e) {
-    return std::any_of(old.failed_memory.begin(), old.failed_memory.end(),
-                       [&](const FailedMemoryNode& f) { return f.endpoint == e; });
-  };
   // The live entries' ids, when the record knows them.
   std::vector<uint32_t> expected;
   for (size_t i = 0; i < old.memory_node_ids.size(); ++i) {
-    if (!failed_at(old.memory_nodes[i])) expected.push_back(old.memory_node_ids[i]);
+    if (!failed_over_at(old, old.memory_nodes[i])) expected.push_back(old.memory_node_ids[i]);
   }
   const size_t live_count = live_memory_nodes(old).size();
   for (size_t i = 0; i < live.size(); ++i) {
     const MemoryNodeAddress& a = live[i];
-    if (failed_id(a.node_id)) {
+    if (failed_over(old, a.node_id)) {
       return Status(Errc::kMismatch, fmt::format("memory node {} at {} was failed over and stays out of the "
                                                  "configuration (its data is stale): leave it out",
                                                  a.node_id, a.endpoint.to_string()));
     }
-    if (failed_at(a.endpoint)) {
+    if (failed_over_at(old, a.endpoint)) {
       return Status(Errc::kConflict, fmt::format("memory node {} now listens at {}, the recorded address of a "
                                                  "failed-over node: restart it on another port",
                                                  a.node_id, a.endpoint.to_string()));
@@ -759,9 +757,7 @@ Result<ClusterRecord> Registry::fail_memory_node(const FailedMemoryNode& failed,
     if (!node) return node.status();
     auto rec = decode_cluster_record(node->data);
     if (!rec) return rec.status();
-    const bool listed = std::any_of(rec->failed_memory.begin(), rec->failed_memory.end(),
-                                    [&](const FailedMemoryNode& f) { return f.node_id == failed.node_id; });
-    if (listed) {
+    if (failed_over(*rec, failed.node_id)) {
       if (Status s = begin_pause(pause_epoch, {}); !s) return s;
       cluster_ = *rec;
       return rec;

@@ -86,6 +86,10 @@ struct ClusterRecord {
 
 // memory_nodes without the failed ones (the nodes to fence, to read from).
 std::vector<Endpoint> live_memory_nodes(const ClusterRecord& r);
+// Whether the record lists node `node_id` (or the node recorded at
+// `endpoint`) as failed over.
+bool failed_over(const ClusterRecord& r, uint32_t node_id);
+bool failed_over_at(const ClusterRecord& r, const Endpoint& endpoint);
 
 // A live memory daemon as found at its address (its region's node id, the
 // daemon's incarnation; 0: not known, the node stays unbound).

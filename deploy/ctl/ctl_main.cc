@@ -178,9 +178,7 @@ class Ctl {
     if (!found) return fail(found.status());
     std::vector<MemoryNodeAddress> live;
     for (const Probed& p : *found) {
-      const bool failed = std::any_of(old.failed_memory.begin(), old.failed_memory.end(),
-                                      [&](const FailedMemoryNode& f) { return f.node_id == p.node_id; });
-      if (failed) {
+      if (failed_over(old, p.node_id)) {
         fmt::print("memory node {} at {} was failed over: it stays out of the configuration (stop its daemon)\n",
                    p.node_id, p.endpoint.to_string());
         continue;
@@ -350,9 +348,7 @@ class Ctl {
         ctl::MemoryNodeTarget t;
         t.endpoint = c.memory_nodes[i];
         if (c.memory_node_ids.size() == c.memory_nodes.size()) t.node_id = c.memory_node_ids[i];
-        for (const FailedMemoryNode& f : c.failed_memory) {
-          if (f.endpoint == t.endpoint) t.failed_over = true;
-        }
+        t.failed_over = failed_over_at(c, t.endpoint);
         if (t.node_id) {
           if (auto b = c.memory_incarnations.find(*t.node_id); b != c.memory_incarnations.end()) t.bound = b->second;
         }
