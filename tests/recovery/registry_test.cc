@@ -126,7 +126,7 @@ TEST(RegistryRecords, MemoryIncarnationsBindLiveNodesToTheirDaemons) {
   ASSERT_TRUE(old) << old.status().to_string();
   EXPECT_TRUE(old->memory_incarnations.empty());
   const std::string head = "cluster_id=0x1\nmemory_nodes=127.0.0.1:1,127.0.0.1:2\nmemory_node_ids=4,5\n";
-  for (const std::string bad : {head + "memory_incarnations=4\n", head + "memory_incarnations=4:0\n",
+  for (const std::string& bad : {head + "memory_incarnations=4\n", head + "memory_incarnations=4:0\n",
                                 head + "memory_incarnations=4:0x1,4:0x2\n", head + "memory_incarnations=6:0x1\n",
                                 head + "memory_incarnations=4:zz\n",
                                 head + "failed_memory=5@127.0.0.1:2\nmemory_incarnations=5:0x1\n"}) {
@@ -349,6 +349,44 @@ class RegistryZkTest : public ::testing::Test {
     auto reg = Registry::open(zk_options(), root(name), dc->record.cluster_id, log_);
     ASSERT_TRUE(reg) << reg.status().to_string();
     dc->reg = std::move(*reg);
+  }
+  // Three daemons with small log areas, a registry at root(name) that knows
+  // their node ids, and the FD leader's data plane (a kFd member) with
+  // `accounts` rows in table 1: where the replacement tests start.
+  struct ReplacementCluster {
+    testing::MemdCluster memds{3, "16M", "2M"};
+    ComputeConfig base;
+    ClusterRecord record;
+    std::unique_ptr<Registry> reg;
+    ComputeConfig leader;
+    std::unique_ptr<Cluster> cluster;
+  };
+  void start_replacement_cluster(std::string_view name, uint64_t accounts, ReplacementCluster* rc) {
+    ASSERT_TRUE(rc->memds.ok()) << rc->memds.error();
+    rc->base = rc->memds.config(1, Backend::kTcp, 2);
+    rc->record.cluster_id = rc->base.cluster_id;
+    rc->record.memory_nodes = rc->base.memory_nodes;
+    rc->record.memory_node_ids = {1, 2, 3};
+    rc->record.lane_bytes = testing::kTestLaneBytes;
+    rc->record.lanes = static_cast<uint32_t>((2u << 20) / rc->record.lane_bytes);
+    ASSERT_TRUE(Registry::init(zk_options(), root(name), rc->record, log_));
+    auto reg = Registry::open(zk_options(), root(name), rc->record.cluster_id, log_);
+    ASSERT_TRUE(reg) << reg.status().to_string();
+    rc->reg = std::move(*reg);
+    const auto leader = member_config(*rc->reg, rc->base, rc->record.lane_bytes, MemberRole::kFd, 2);
+    ASSERT_TRUE(leader);
+    rc->leader = *leader;
+    rc->cluster = testing::connect_with_accounts(rc->leader, 1, accounts, 100);
+    ASSERT_TRUE(rc->cluster);
+  }
+  // Node 3's daemon dies and the node is failed over (record, pause ended,
+  // the leader's data plane).
+  void fail_over_node_3(ReplacementCluster& rc, uint64_t pause_epoch) {
+    rc.memds.memd(2).kill9();
+    ASSERT_TRUE(rc.reg->fail_memory_node(FailedMemoryNode{3, rc.record.memory_nodes[2]}, pause_epoch));
+    ASSERT_TRUE(rc.reg->end_pause());
+    rc.cluster->declare_memory_failed(2);
+    ASSERT_TRUE(rc.cluster->apply_memory_failures());
   }
   // Registers a member with `lanes` lanes in `reg`: the configuration of
   // its data plane (its pid and lane slot, one coordinator) on `base`'s
@@ -967,34 +1005,18 @@ TEST_F(RegistryZkTest, PublishingCreatesOrSetsTheRecord) {
 // once on its node again, and the journal is gone; so does a fail-over's
 // pause before it ends.
 TEST_F(RegistryZkTest, ANewLeaderFinishesTheRowMovesOfARebuildCutShort) {
-  testing::MemdCluster memds(3, "16M", "2M");
-  ASSERT_TRUE(memds.ok()) << memds.error();
-  ComputeConfig base = memds.config(1, Backend::kTcp, 2);
-  ClusterRecord c;
-  c.cluster_id = base.cluster_id;
-  c.memory_nodes = base.memory_nodes;
-  c.memory_node_ids = {1, 2, 3};
-  c.lane_bytes = testing::kTestLaneBytes;
-  c.lanes = static_cast<uint32_t>((2u << 20) / c.lane_bytes);
-  ASSERT_TRUE(Registry::init(zk_options(), root("rebuild"), c, log_));
-  auto reg = Registry::open(zk_options(), root("rebuild"), c.cluster_id, log_);
-  ASSERT_TRUE(reg) << reg.status().to_string();
-  const auto leader = member_config(**reg, base, c.lane_bytes, MemberRole::kFd, 2);
-  ASSERT_TRUE(leader);
-  const ComputeConfig& lc = *leader;
+  ReplacementCluster rc;
+  ASSERT_NO_FATAL_FAILURE(start_replacement_cluster("rebuild", 200, &rc));
+  testing::MemdCluster& memds = rc.memds;
+  Registry& reg = *rc.reg;
+  Cluster& cluster = *rc.cluster;
   constexpr uint32_t kTable = 1;
-  auto cluster = testing::connect_with_accounts(lc, kTable, 200, 100);
-  ASSERT_TRUE(cluster);
   // Node 3 fails over; rows inserted meanwhile collide on it.
-  memds.memd(2).kill9();
-  ASSERT_TRUE((*reg)->fail_memory_node(FailedMemoryNode{3, c.memory_nodes[2]}, 31));
-  ASSERT_TRUE((*reg)->end_pause());
-  cluster->declare_memory_failed(2);
-  ASSERT_TRUE(cluster->apply_memory_failures());
+  ASSERT_NO_FATAL_FAILURE(fail_over_node_3(rc, 31));
   {
-    auto conns = cluster->open_connections();
+    auto conns = cluster.open_connections();
     ASSERT_TRUE(conns) << conns.status().to_string();
-    Worker w(*cluster, 0, 1, 0, std::move(*conns));
+    Worker w(cluster, 0, 1, 0, std::move(*conns));
     w.run([&](Coordinator& co) {
       for (uint64_t k = 1000; k < 1120; ++k) {
         Txn& t = co.txn();
@@ -1006,31 +1028,31 @@ TEST_F(RegistryZkTest, ANewLeaderFinishesTheRowMovesOfARebuildCutShort) {
   }
   ASSERT_EQ(std::remove(memds.memd(2).region_path().c_str()), 0);
   ASSERT_TRUE(memds.memd(2).restart());
-  auto repl = cluster->connect_replacement(2, memds.memd(2).endpoint());
+  auto repl = cluster.connect_replacement(2, memds.memd(2).endpoint());
   ASSERT_TRUE(repl) << repl.status().to_string();
-  std::vector<Connection*> conns(cluster->bootstrap_connections().begin(), cluster->bootstrap_connections().end());
+  std::vector<Connection*> conns(cluster.bootstrap_connections().begin(), cluster.bootstrap_connections().end());
   conns[2] = repl->get();
   struct Crash {};
   RebuildOptions cut;
   cut.journal_batch = 3;
   cut.after_moves_written = [] { throw Crash{}; };
-  EXPECT_THROW((void)rebuild_memory_node(*cluster, conns, 2, *(*reg)->relocation_journal(), log_, cut), Crash);
-  auto journaled = (*reg)->relocation_journal()->read();
+  EXPECT_THROW((void)rebuild_memory_node(cluster, conns, 2, *reg.relocation_journal(), log_, cut), Crash);
+  auto journaled = reg.relocation_journal()->read();
   ASSERT_TRUE(journaled) << journaled.status().to_string();
   ASSERT_EQ(journaled->size(), 3u) << "the batch in flight is in ZooKeeper";
-  auto dup = audit_table(*cluster, kTable);
+  auto dup = audit_table(cluster, kTable);
   ASSERT_TRUE(dup) << dup.status().to_string();
   EXPECT_FALSE(dup->clean()) << "the cut leaves rows at two slots";
 
   RecoveryCoordinatorOptions ro;
-  ro.cluster_id = c.cluster_id;
-  ro.secret = base.secret;
-  RecoveryCoordinator next(**reg, *cluster, ro, log_, {});
-  ASSERT_TRUE(next.resume(lc.compute_id));
-  auto left = (*reg)->relocation_journal()->read();
+  ro.cluster_id = rc.record.cluster_id;
+  ro.secret = rc.base.secret;
+  RecoveryCoordinator next(reg, cluster, ro, log_, {});
+  ASSERT_TRUE(next.resume(rc.leader.compute_id));
+  auto left = reg.relocation_journal()->read();
   ASSERT_TRUE(left);
   EXPECT_TRUE(left->empty());
-  auto audit = audit_table(*cluster, kTable);
+  auto audit = audit_table(cluster, kTable);
   ASSERT_TRUE(audit) << audit.status().to_string();
   EXPECT_TRUE(audit->clean()) << fmt::format("{}", fmt::join(audit->problems, "\n"));
   EXPECT_EQ(audit->rows, 320u);
@@ -1038,18 +1060,18 @@ TEST_F(RegistryZkTest, ANewLeaderFinishesTheRowMovesOfARebuildCutShort) {
   // Cut short again (rows still collide), and this time a fail-over's
   // pause - the re-run of node 3's - is what would end first: it finishes
   // the moves before it ends.
-  EXPECT_THROW((void)rebuild_memory_node(*cluster, conns, 2, *(*reg)->relocation_journal(), log_, cut), Crash);
-  journaled = (*reg)->relocation_journal()->read();
+  EXPECT_THROW((void)rebuild_memory_node(cluster, conns, 2, *reg.relocation_journal(), log_, cut), Crash);
+  journaled = reg.relocation_journal()->read();
   ASSERT_TRUE(journaled);
   ASSERT_EQ(journaled->size(), 3u);
   ASSERT_TRUE(next.fail_over_memory_node(3));
-  left = (*reg)->relocation_journal()->read();
+  left = reg.relocation_journal()->read();
   ASSERT_TRUE(left);
   EXPECT_TRUE(left->empty());
-  auto paused = (*reg)->pause_in_progress();
+  auto paused = reg.pause_in_progress();
   ASSERT_TRUE(paused);
   EXPECT_FALSE(*paused);
-  audit = audit_table(*cluster, kTable);
+  audit = audit_table(cluster, kTable);
   ASSERT_TRUE(audit) << audit.status().to_string();
   EXPECT_TRUE(audit->clean()) << fmt::format("{}", fmt::join(audit->problems, "\n"));
 }
@@ -1060,34 +1082,22 @@ TEST_F(RegistryZkTest, ANewLeaderFinishesTheRowMovesOfARebuildCutShort) {
 // reuse list. Once the node is back both must be able to log in there, or
 // the live member could never switch back (it would stay parked).
 TEST_F(RegistryZkTest, AReplacementOnAnOldRegionLetsInThePidsRecycledSince) {
-  testing::MemdCluster memds(3, "16M", "2M");
-  ASSERT_TRUE(memds.ok()) << memds.error();
-  ComputeConfig base = memds.config(1, Backend::kTcp, 2);
-  ClusterRecord c;
-  c.cluster_id = base.cluster_id;
-  c.memory_nodes = base.memory_nodes;
-  c.memory_node_ids = {1, 2, 3};
-  c.lane_bytes = testing::kTestLaneBytes;
-  c.lanes = static_cast<uint32_t>((2u << 20) / c.lane_bytes);
-  ASSERT_TRUE(Registry::init(zk_options(), root("oldregion"), c, log_));
-  auto reg = Registry::open(zk_options(), root("oldregion"), c.cluster_id, log_);
-  ASSERT_TRUE(reg) << reg.status().to_string();
-  const auto leader = member_config(**reg, base, c.lane_bytes, MemberRole::kFd, 2);
-  ASSERT_TRUE(leader);
-  auto cluster = testing::connect_with_accounts(*leader, 1, 50, 100);
-  ASSERT_TRUE(cluster);
-  const auto live = member_config(**reg, base, c.lane_bytes, MemberRole::kFd, 2);
+  ReplacementCluster rc;
+  ASSERT_NO_FATAL_FAILURE(start_replacement_cluster("oldregion", 50, &rc));
+  testing::MemdCluster& memds = rc.memds;
+  Registry& reg = *rc.reg;
+  const auto live = member_config(reg, rc.base, rc.record.lane_bytes, MemberRole::kFd, 2);
   ASSERT_TRUE(live);
   const uint16_t live_pid = static_cast<uint16_t>(live->compute_id);
   constexpr uint16_t kRecycled = 9;
   {
-    auto node = (*reg)->zk().get((*reg)->path("alloc"));
+    auto node = reg.zk().get(reg.path("alloc"));
     ASSERT_TRUE(node) << node.status().to_string();
     auto alloc = decode_alloc_record(node->data);
     ASSERT_TRUE(alloc) << alloc.status().to_string();
     alloc->next_pid = std::max<uint32_t>(alloc->next_pid, kRecycled + 1);
     alloc->reuse.push_back(kRecycled);
-    ASSERT_TRUE((*reg)->zk().set((*reg)->path("alloc"), encode_alloc_record(*alloc)));
+    ASSERT_TRUE(reg.zk().set(reg.path("alloc"), encode_alloc_record(*alloc)));
   }
   // Node 3's region carries both fences from their earlier lives.
   {
@@ -1096,17 +1106,13 @@ TEST_F(RegistryZkTest, AReplacementOnAnOldRegionLetsInThePidsRecycledSince) {
     ASSERT_TRUE((*admin)->fence(live_pid));
     ASSERT_TRUE((*admin)->fence(kRecycled));
   }
-  memds.memd(2).kill9();
-  ASSERT_TRUE((*reg)->fail_memory_node(FailedMemoryNode{3, c.memory_nodes[2]}, 41));
-  ASSERT_TRUE((*reg)->end_pause());
-  cluster->declare_memory_failed(2);
-  ASSERT_TRUE(cluster->apply_memory_failures());
+  ASSERT_NO_FATAL_FAILURE(fail_over_node_3(rc, 41));
   ASSERT_TRUE(memds.memd(2).restart());  // the old region
 
   RecoveryCoordinatorOptions ro;
-  ro.cluster_id = c.cluster_id;
-  ro.secret = base.secret;
-  RecoveryCoordinator coord(**reg, *cluster, ro, log_, {});
+  ro.cluster_id = rc.record.cluster_id;
+  ro.secret = rc.base.secret;
+  RecoveryCoordinator coord(reg, *rc.cluster, ro, log_, {});
   auto report = coord.replace_memory_node(ReplaceRequest{3, memds.memd(2).endpoint(), {}});
   ASSERT_TRUE(report) << report.status().to_string();
   for (uint16_t pid : {live_pid, kRecycled}) {
