@@ -491,12 +491,12 @@ Result<RebuildReport> RecoveryCoordinator::replace_memory_node(const ReplaceRequ
   const uint64_t clear_us = us_since(clear_start);
   // Fenced pids stay fenced there (a fenced process must not reach the
   // node through it), and only those (unfence_pids_that_may_log_in). Those
-  // published failed so far are fenced before the
-  // world stops, as nobody uses the node yet: a cluster that lived through
-  // thousands of compute-node lifetimes has thousands, one round trip
-  // each. Those that fail from here to the park are fenced in the pause; a
-  // pid that fails after it is fenced by its recovery, which reads the
-  // record that lists the node.
+  // published failed so far are fenced before the world stops, as nobody
+  // uses the node yet: a cluster that lived through thousands of
+  // compute-node lifetimes has thousands, one round trip each. Those that
+  // fail from here to the park are fenced in the pause; a pid that fails
+  // after it is fenced by its recovery, which reads the record that lists
+  // the node.
   const auto fence_start = Clock::now();
   auto fenced_before = registry_.failed();
   if (!fenced_before) return fenced_before.status();
