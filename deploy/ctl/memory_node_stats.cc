@@ -101,7 +101,7 @@ std::string render_json(const std::vector<MemoryNodeReport>& reports, uint64_t c
     n["problem"] = r.problem;
     n["old_daemon_answers"] = r.old_daemon_answers;
     if (!r.problem.empty()) ++problems;
-    if (!r.answered && !r.target.failed_over) ++unreachable;
+    if (r.unreachable()) ++unreachable;
     if (r.answered) {
       const wire::StatsReply& s = r.stats;
       n["daemon_incarnation"] = hex(r.region.daemon_incarnation);
@@ -136,7 +136,7 @@ int stats_exit_code(const std::vector<MemoryNodeReport>& reports) {
   bool problem = false, unreachable = false;
   for (const MemoryNodeReport& r : reports) {
     problem |= !r.problem.empty();
-    unreachable |= !r.answered && !r.target.failed_over;
+    unreachable |= r.unreachable();
   }
   return problem ? 1 : unreachable ? 4 : 0;
 }

@@ -43,6 +43,9 @@ struct MemoryNodeReport {
   // A failed-over node whose daemon still answers with its node id: it
   // must be stopped before the node is replaced.
   bool old_daemon_answers = false;
+
+  // A live node whose daemon did not answer.
+  bool unreachable() const { return !answered && !target.failed_over; }
 };
 
 // Logs in (admin) at every target, at most `timeout` each, and reads its
