@@ -197,6 +197,19 @@ Status Cluster::build_live_replicas(uint64_t failed) {
   return Status::ok();
 }
 
+void Cluster::note_waited_out(uint64_t nodes, std::chrono::milliseconds waited) {
+  const uint64_t fresh = nodes & ~waited_out_.fetch_or(nodes, std::memory_order_acq_rel);
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    if (!((fresh >> n) & 1)) continue;
+    // The only trace of why a compute node stops on a link it lost: say
+    // that nobody declared the node, and that this node must be recovered.
+    logger_.warn("memory node {} ({}) unreachable and not declared failed within {} ms: a broken link or a "
+                 "partition, not a fail-over; coordinators of this compute node stop and leave their logged "
+                 "transactions to recovery",
+                 nodes_[n].region.node_id, nodes_[n].endpoint.to_string(), waited.count());
+  }
+}
+
 Status Cluster::apply_memory_failures() {
   const uint64_t failed = declared_failed_.load(std::memory_order_acquire);
   if (failed == applied_failed_.load(std::memory_order_acquire)) return Status::ok();

@@ -114,10 +114,11 @@ class Cluster {
   }
   uint64_t declared_failed_mask() const { return declared_failed_.load(std::memory_order_acquire); }
   // Nodes a coordinator waited for (ComputeConfig::memory_failover_wait)
-  // and that were not declared failed: a broken link, not a fail-over. No
-  // coordinator of this process waits for them again.
+  // and that were not declared failed: a broken link, not a fail-over. Once
+  // any is, no coordinator of this process waits for a declaration again
+  // (compute/txn/failover.h). note_waited_out logs each node once.
   uint64_t waited_out_mask() const { return waited_out_.load(std::memory_order_acquire); }
-  void note_waited_out(uint64_t nodes) { waited_out_.fetch_or(nodes, std::memory_order_acq_rel); }
+  void note_waited_out(uint64_t nodes, std::chrono::milliseconds waited);
   Status apply_memory_failures();
   // The inverse, once the node is filled again (re-replication,
   // recovery/replica_rebuild.h): node `index`, failed over, is back at

@@ -42,10 +42,10 @@ enum class FailoverOutcome : uint8_t {
 
 // Waits, yielding to the worker's other coordinators, until every node of
 // `nodes` (bit = node index) is declared failed; false when the wait
-// (ComputeConfig::memory_failover_wait) ends first, and at once for a node
-// some coordinator of this process waited for in vain already
+// (ComputeConfig::memory_failover_wait) ends first, and at once once some
+// coordinator of this process waited in vain already, for any node
 // (Cluster::waited_out_mask): a partitioned compute node stops after one
-// wait, not one per step of each coordinator.
+// wait, not one per step of each coordinator nor one per memory node.
 bool await_memory_declaration(TxnContext& ctx, uint64_t nodes);
 
 // After a transport failure in the current transaction.

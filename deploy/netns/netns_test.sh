@@ -233,6 +233,7 @@ else
   ctl_status | grep -qE "^  pid +$pid compute" || fail "pandora-ctl status does not list c2 (pid $pid) as a member"
 
   "${netns[@]}" partition c2 --dir "$dir"
+  partitioned_at=$SECONDS
   # Recovered: pid in failed-ids, and its recovery record done with a
   # detection time (a clean leave has none: "detected -").
   recovered() {
@@ -251,5 +252,11 @@ else
   rc=$?
   set -e
   [[ $rc -eq 8 || $rc -eq 6 ]] || fail "partitioned c2 exited $rc, expected 8 or 6"
-  echo "ok: partitioned c2 stopped with exit $rc"
+  # Lost to timeouts, its coordinators waited once (--memory-failover-wait-ms,
+  # 10 s) for a declaration that never came, and it says so.
+  if [[ $rc -eq 8 ]]; then
+    grep -qE 'memory node [0-9]+ \([0-9.:]+\) unreachable and not declared failed within' "$dir/c2.log" ||
+      fail "c2 stopped for a lost memory node but its log does not say that node was waited out"
+  fi
+  echo "ok: partitioned c2 stopped with exit $rc, $((SECONDS - partitioned_at)) s after its partition"
 fi
