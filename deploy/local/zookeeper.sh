@@ -443,10 +443,27 @@ CFG
     echo "$host" >"$dir/host"
 
     started_at=$SECONDS
+    if [[ -n "$exit_with_pid" ]]; then
+      # Before the first server: a caller that dies (or kills this script)
+      # while the ensemble starts must not leave JVMs behind; once the pid
+      # is gone the watchdog stops every server recorded so far.
+      # Detached from our stdout so callers reading our output see EOF.
+      setsid bash "$script_path" _watchdog --dir "$dir" --exit-with-pid "$exit_with_pid" \
+        >>"$dir/watchdog.log" 2>&1 </dev/null &
+      echo "$!" >"$dir/watchdog.pid"
+    fi
     for ((i = 1; i <= servers; i++)); do
       launch_server "$i"
     done
     say "started $servers servers in $dir (client ports: $connect)"
+    if [[ -n "$exit_with_pid" ]] && ! proc_alive "$exit_with_pid"; then
+      # It ended while the servers were launched: the watchdog may have
+      # stopped only those recorded before.
+      keep_data=0
+      stop_all
+      rm -f -- "$dir/zk_connect"
+      die "pid $exit_with_pid ended while the ensemble started; stopped it"
+    fi
     servers_now="$servers"
     if ! wait_for_quorum $(seq 1 "$servers"); then
       print_log_tails
@@ -458,11 +475,7 @@ CFG
     say "leader elected after $((SECONDS - started_at)) s"
 
     if [[ -n "$exit_with_pid" ]]; then
-      # Detached from our stdout so callers reading our output see EOF.
-      setsid bash "$script_path" _watchdog --dir "$dir" --exit-with-pid "$exit_with_pid" \
-        >>"$dir/watchdog.log" 2>&1 </dev/null &
-      echo "$!" >"$dir/watchdog.pid"
-      say "watchdog pid $! stops the ensemble when pid $exit_with_pid ends"
+      say "watchdog pid $(cat "$dir/watchdog.pid" 2>/dev/null || echo "?") stops the ensemble when pid $exit_with_pid ends"
     fi
     echo "$connect"
     ;;
