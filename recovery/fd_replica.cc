@@ -405,6 +405,7 @@ class Replica {
     }
     if (me == names.begin()) {
       leader_ = true;
+      detector_->set_leader(true);
       log_.info("replica {} is the leader", o_.replica_id);
       return true;
     }

@@ -18,6 +18,8 @@ static_assert(kHeartbeatHeaderBytes + 2 + 2 * kMaxPidsPerMessage + kHeartbeatMac
 static_assert(kHeartbeatHeaderBytes + 8 + 2 + 2 * max_ids_per_message(HeartbeatType::kMemorySuspects) +
                   kHeartbeatMacBytes <=
               kMaxDatagram);
+static_assert(kStatsBodyBytes == 210, "wire layout: stats body is 2 x u64, u16 count, 24 x u64");
+static_assert(kHeartbeatHeaderBytes + kStatsBodyBytes + kHeartbeatMacBytes <= kMaxDatagram);
 
 constexpr size_t kOffType = 6;
 constexpr size_t kOffKind = 7;
@@ -34,9 +36,12 @@ void put(std::string& out, uint64_t v, int n) {
   for (int i = 0; i < n; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
-bool known_type(uint8_t t) { return t >= 1 && t <= static_cast<uint8_t>(HeartbeatType::kMemorySuspects); }
-bool known_kind(uint8_t k) { return k >= 1 && k <= static_cast<uint8_t>(SenderKind::kReplica); }
-bool carries_pids(HeartbeatType t) { return t != HeartbeatType::kHeartbeat; }
+bool known_type(uint8_t t) { return t >= 1 && t <= static_cast<uint8_t>(HeartbeatType::kStats); }
+bool known_kind(uint8_t k) { return k >= 1 && k <= static_cast<uint8_t>(SenderKind::kAdmin); }
+bool carries_pids(HeartbeatType t) {
+  return t == HeartbeatType::kSuspects || t == HeartbeatType::kFailedPush || t == HeartbeatType::kMemorySuspects;
+}
+bool is_stats(HeartbeatType t) { return t == HeartbeatType::kStatsQuery || t == HeartbeatType::kStats; }
 // Bytes of the body before the pid list.
 size_t epoch_bytes(HeartbeatType t) { return t == HeartbeatType::kMemorySuspects ? 8 : 0; }
 
@@ -73,12 +78,21 @@ Status encode_heartbeat(std::string& out, const HeartbeatMessage& m, std::string
   put(out, h.incarnation, 8);
   put(out, h.seq, 8);
   put(out, h.sent_ns, 8);
-  const size_t body_len = carries_pids(h.type) ? epoch_bytes(h.type) + 2 + 2 * m.pids.size() : 0;
+  const size_t body_len = carries_pids(h.type) ? epoch_bytes(h.type) + 2 + 2 * m.pids.size()
+                          : is_stats(h.type)  ? kStatsBodyBytes
+                                              : 0;
   put(out, body_len, 2);
   if (carries_pids(h.type)) {
     put(out, m.epoch, static_cast<int>(epoch_bytes(h.type)));
     put(out, m.pids.size(), 2);
     for (uint16_t pid : m.pids) put(out, pid, 2);
+  } else if (h.type == HeartbeatType::kStatsQuery) {
+    out.append(kStatsBodyBytes, '\0');
+  } else if (h.type == HeartbeatType::kStats) {
+    put(out, m.query_incarnation, 8);
+    put(out, m.query_seq, 8);
+    put(out, kReplicaStatsFields.size(), 2);
+    for (const ReplicaStatsField& f : kReplicaStatsFields) put(out, m.stats.*f.member, 8);
   }
   const Digest256 mac = hmac_sha256(bytes_of(secret), bytes_of(std::string_view(out).substr(start)));
   out.append(reinterpret_cast<const char*>(mac.data()), mac.size());
@@ -107,7 +121,25 @@ Result<HeartbeatMessage> decode_heartbeat(std::span<const uint8_t> d, std::strin
   h.type = static_cast<HeartbeatType>(p[kOffType]);
   h.kind = static_cast<SenderKind>(p[kOffKind]);
   const uint8_t* body = p + kHeartbeatHeaderBytes;
-  if (!carries_pids(h.type)) {
+  if (is_stats(h.type)) {
+    if (body_len != kStatsBodyBytes) {
+      return malformed(fmt::format("stats {} with a {}-byte body, not {}",
+                                   h.type == HeartbeatType::kStats ? "answer" : "query", body_len, kStatsBodyBytes));
+    }
+    if (h.type == HeartbeatType::kStatsQuery) {
+      for (size_t i = 0; i < body_len; ++i) {
+        if (body[i] != 0) return malformed(fmt::format("stats query with a non-zero byte at body offset {}", i));
+      }
+    } else {
+      m.query_incarnation = load(body, 8);
+      m.query_seq = load(body + 8, 8);
+      const size_t count = load(body + 16, 2);
+      if (count != kReplicaStatsFields.size()) {
+        return malformed(fmt::format("stats answer with {} values, not {}", count, kReplicaStatsFields.size()));
+      }
+      for (size_t i = 0; i < count; ++i) m.stats.*kReplicaStatsFields[i].member = load(body + 18 + 8 * i, 8);
+    }
+  } else if (!carries_pids(h.type)) {
     if (body_len != 0) return malformed(fmt::format("heartbeat with a {}-byte body", body_len));
   } else {
     const size_t head = epoch_bytes(h.type);

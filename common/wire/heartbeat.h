@@ -3,6 +3,8 @@
 //   compute node / memory daemon -> every FD replica   Heartbeat (every ~1 ms)
 //   FD replica -> every other FD replica               Suspects, MemorySuspects (its view)
 //   FD leader  -> every compute node                   FailedPush (pids just published)
+//   operator (pandora-ctl stats) -> an FD replica      StatsQuery
+//   FD replica -> the query's source address           Stats (its counters and state)
 //
 // Every datagram is authenticated with the cluster secret, so a stranger
 // can neither keep a dead node "alive" (forged heartbeats) nor get a live one
@@ -52,7 +54,13 @@ enum class SenderKind : uint8_t {
   kCompute = 1,   // sender id = compute pid (1..65535)
   kMemory = 2,    // sender id = memory node id
   kReplica = 3,   // sender id = FD replica id (1..N)
+  kAdmin = 4,     // sender id = kAdminSender; an operator's tool (a fresh incarnation per process)
 };
+// One id for every operator tool: a replica's replay guard keeps one entry
+// per (kind, sender), so a monitoring loop cannot grow it without bound.
+// Two tools querying at once may see one query refused as reordered; they
+// ask again.
+inline constexpr uint32_t kAdminSender = 1;
 
 enum class HeartbeatType : uint8_t {
   kHeartbeat = 1,   // no body
@@ -65,7 +73,82 @@ enum class HeartbeatType : uint8_t {
   // read a replacement's record refuses the new daemon's heartbeats (bound
   // to the old one) and would vote a live node failed.
   kMemorySuspects = 4,
+  // From an operator (kAdmin) to one replica: body of kStatsBodyBytes zero
+  // bytes, so that the query is as long as the answer and a replayed query
+  // with a forged source address cannot amplify.
+  kStatsQuery = 5,
+  // The replica's answer, to the query's source address: body u64 query
+  // incarnation | u64 query seq (the asker matches answers) | u16 count |
+  // u64 values[count], count = kReplicaStatsFields.size(), in that order.
+  kStats = 6,
 };
+
+// What an FD replica tells an operator (recovery/fd/detector.h has what each
+// counter counts). Every field a u64 on the wire, in kReplicaStatsFields
+// order; names are the ones pandora-ctl prints and writes as JSON keys.
+struct ReplicaStats {
+  uint64_t leader = 0;               // 1: this replica leads (runs the recoveries)
+  uint64_t uptime_ms = 0;            // since its detector started
+  uint64_t record_epoch = 0;         // the cluster record its memory view follows
+  uint64_t watched_compute = 0;      // compute pids it watches now
+  uint64_t watched_memory = 0;       // memory node ids it watches now
+  uint64_t suspected = 0;            // nodes it has missed for their timeout, now
+  uint64_t failed_latched = 0;       // nodes failed by a majority and not yet handled
+  uint64_t datagrams = 0;
+  uint64_t heartbeats = 0;
+  uint64_t heartbeats_unwatched = 0;
+  uint64_t heartbeats_foreign = 0;
+  uint64_t reports_received = 0;
+  uint64_t reports_stale = 0;
+  uint64_t reports_sent = 0;
+  uint64_t pushes_sent = 0;
+  uint64_t send_errors = 0;
+  uint64_t failed_detected = 0;
+  uint64_t ticks = 0;
+  uint64_t rejected_malformed = 0;
+  uint64_t rejected_auth = 0;
+  uint64_t rejected_replay = 0;
+  uint64_t rejected_unexpected = 0;
+  uint64_t queries_answered = 0;
+  uint64_t queries_refused = 0;      // over the answer rate limit
+
+  bool operator==(const ReplicaStats&) const = default;
+};
+
+struct ReplicaStatsField {
+  std::string_view name;
+  uint64_t ReplicaStats::*member;
+};
+
+inline constexpr std::array<ReplicaStatsField, 24> kReplicaStatsFields = {{
+    {"leader", &ReplicaStats::leader},
+    {"uptime_ms", &ReplicaStats::uptime_ms},
+    {"record_epoch", &ReplicaStats::record_epoch},
+    {"watched_compute", &ReplicaStats::watched_compute},
+    {"watched_memory", &ReplicaStats::watched_memory},
+    {"suspected", &ReplicaStats::suspected},
+    {"failed_latched", &ReplicaStats::failed_latched},
+    {"datagrams", &ReplicaStats::datagrams},
+    {"heartbeats", &ReplicaStats::heartbeats},
+    {"heartbeats_unwatched", &ReplicaStats::heartbeats_unwatched},
+    {"heartbeats_foreign", &ReplicaStats::heartbeats_foreign},
+    {"reports_received", &ReplicaStats::reports_received},
+    {"reports_stale", &ReplicaStats::reports_stale},
+    {"reports_sent", &ReplicaStats::reports_sent},
+    {"pushes_sent", &ReplicaStats::pushes_sent},
+    {"send_errors", &ReplicaStats::send_errors},
+    {"failed_detected", &ReplicaStats::failed_detected},
+    {"ticks", &ReplicaStats::ticks},
+    {"rejected_malformed", &ReplicaStats::rejected_malformed},
+    {"rejected_auth", &ReplicaStats::rejected_auth},
+    {"rejected_replay", &ReplicaStats::rejected_replay},
+    {"rejected_unexpected", &ReplicaStats::rejected_unexpected},
+    {"queries_answered", &ReplicaStats::queries_answered},
+    {"queries_refused", &ReplicaStats::queries_refused},
+}};
+static_assert(kReplicaStatsFields.size() * sizeof(uint64_t) == sizeof(ReplicaStats),
+              "every ReplicaStats field is on the wire, once");
+inline constexpr size_t kStatsBodyBytes = 8 + 8 + 2 + 8 * kReplicaStatsFields.size();
 
 // The ids one message of `type` can carry: a MemorySuspects report's epoch
 // takes four ids' room.
@@ -85,8 +168,13 @@ struct HeartbeatHeader {
 
 struct HeartbeatMessage {
   HeartbeatHeader header;
-  std::vector<uint16_t> pids;  // kSuspects, kFailedPush, kMemorySuspects; empty for kHeartbeat
+  std::vector<uint16_t> pids;  // kSuspects, kFailedPush, kMemorySuspects; empty for the others
   uint64_t epoch = 0;          // kMemorySuspects only
+  // kStats only: the query answered (its header's incarnation and seq) and
+  // the replica's state.
+  uint64_t query_incarnation = 0;
+  uint64_t query_seq = 0;
+  ReplicaStats stats;
 };
 
 // Appends the authenticated datagram for `m` to `out`. kInvalidArgument when

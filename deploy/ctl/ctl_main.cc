@@ -5,7 +5,7 @@
 //   pandora-ctl set-memory-nodes --memory-nodes A,B             record where the daemons listen after a restart
 //   pandora-ctl replace-memory-node ID --endpoint HOST:PORT     fill a replacement daemon for failed-over node ID
 //   pandora-ctl status                                          epoch, memory nodes, members, failed-ids, recoveries
-//   pandora-ctl stats [--json]                                  what each memory daemon served and refused
+//   pandora-ctl stats [--json]                                  what each memory daemon and FD replica saw
 //   pandora-ctl stats --memory-nodes A,B [--json]               the same at the given daemons, without ZooKeeper
 //   pandora-ctl recover PID                                     run the recovery coordinator for PID by hand
 //   pandora-ctl fence PID                                       fence PID at every memory node
@@ -34,6 +34,7 @@
 #include "common/secret.h"
 #include "common/transport/client.h"
 #include "compute/cluster.h"
+#include "deploy/ctl/fd_replica_stats.h"
 #include "deploy/ctl/memory_node_stats.h"
 #include "recovery/membership.h"
 #include "recovery/recovery_coordinator.h"
@@ -333,9 +334,11 @@ class Ctl {
 
   // Each memory daemon's counters and identity (deploy/ctl/
   // memory_node_stats.h): the record's nodes, live and failed over, or the
-  // daemons given without ZooKeeper.
+  // daemons given without ZooKeeper; with ZooKeeper also each registered
+  // failure-detector replica's (deploy/ctl/fd_replica_stats.h).
   int stats() {
     std::vector<ctl::MemoryNodeTarget> targets;
+    std::vector<fd::ReplicaStatsAnswer> replicas;
     if (f_.zookeeper.empty()) {
       ClusterRecord given;
       if (!parse_memory_nodes(&given)) return kExitUsage;
@@ -354,10 +357,25 @@ class Ctl {
         }
         targets.push_back(std::move(t));
       }
+      auto announced = (*reg)->replicas();
+      if (!announced) return fail(announced.status());
+      replicas = fd::query_replica_stats(*announced, f_.cluster_id, secret_, std::chrono::seconds(2));
     }
     const auto reports = ctl::collect_memory_node_stats(targets, admin(), std::chrono::seconds(3));
-    fmt::print("{}", f_.json ? ctl::render_json(reports, f_.cluster_id) : ctl::render_text(reports));
-    return ctl::stats_exit_code(reports);
+    if (f_.json) {
+      nlohmann::json doc = ctl::memory_nodes_json(reports);
+      doc["cluster_id"] = fmt::format("{:#x}", f_.cluster_id);
+      doc["detector_replicas"] = ctl::fd_replicas_json(replicas);
+      doc["detector_replicas_unreachable"] = ctl::unanswered(replicas);
+      fmt::print("{}\n", doc.dump(2));
+    } else {
+      fmt::print("{}", ctl::render_text(reports));
+      if (!f_.zookeeper.empty()) fmt::print("{}", ctl::render_fd_text(replicas));
+    }
+    // A registered replica that does not answer is as unreachable as a
+    // live memory node that does not (4), unless something is wrong (1).
+    const int rc = ctl::stats_exit_code(reports);
+    return rc == 0 && ctl::unanswered(replicas) != 0 ? 4 : rc;
   }
 
   int fence(uint16_t pid) {
@@ -574,8 +592,9 @@ int main(int argc, char** argv) {
                  "fence PID (with --memory-nodes and no --zookeeper: at those daemons), crash PID, verify (audit "
                  "every table's storage; without --zookeeper needs --memory-nodes and --compute-id; exit 1 when a "
                  "problem is found), stats (what each memory daemon served and refused, and whether it is the daemon "
-                 "the cluster record binds its node to; --json; without --zookeeper at the --memory-nodes; exit 1 "
-                 "when a daemon is not the bound one, 4 when a live one does not answer).\n"
+                 "the cluster record binds its node to; with --zookeeper also what each pandora-fd replica hears, "
+                 "refuses and suspects; --json; without --zookeeper at the --memory-nodes; exit 1 when a daemon is "
+                 "not the bound one, 4 when a live one or a registered replica does not answer).\n"
                  "Exit codes: 0 done, 1 failed, 2 usage, 3 no such cluster or pid (or the tree belongs to another "
                  "cluster id), 4 ZooKeeper or a memory node unavailable.");
   opts.add_string("zookeeper", &f.zookeeper,

@@ -86,7 +86,7 @@ std::string render_text(const std::vector<MemoryNodeReport>& reports) {
   return out;
 }
 
-std::string render_json(const std::vector<MemoryNodeReport>& reports, uint64_t cluster_id) {
+nlohmann::json memory_nodes_json(const std::vector<MemoryNodeReport>& reports) {
   nlohmann::json nodes = nlohmann::json::array();
   uint64_t problems = 0, unreachable = 0;
   for (const MemoryNodeReport& r : reports) {
@@ -125,11 +125,10 @@ std::string render_json(const std::vector<MemoryNodeReport>& reports, uint64_t c
     nodes.push_back(std::move(n));
   }
   nlohmann::json doc;
-  doc["cluster_id"] = hex(cluster_id);
   doc["memory_nodes"] = std::move(nodes);
   doc["problems"] = problems;
   doc["unreachable"] = unreachable;
-  return doc.dump(2) + "\n";
+  return doc;
 }
 
 int stats_exit_code(const std::vector<MemoryNodeReport>& reports) {

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/endpoint.h"
 #include "common/transport/client.h"
 #include "common/wire/control.h"
@@ -57,10 +59,10 @@ std::vector<MemoryNodeReport> collect_memory_node_stats(const std::vector<Memory
 
 // Human-readable, a few lines per node.
 std::string render_text(const std::vector<MemoryNodeReport>& reports);
-// One JSON document: {"memory_nodes": [...], "problems": N, "unreachable": N}.
-// Incarnations are hex strings (JSON numbers lose 64-bit precision in many
-// readers).
-std::string render_json(const std::vector<MemoryNodeReport>& reports, uint64_t cluster_id);
+// The memory nodes' part of the JSON document: {"memory_nodes": [...],
+// "problems": N, "unreachable": N}. Incarnations are hex strings (JSON
+// numbers lose 64-bit precision in many readers).
+nlohmann::json memory_nodes_json(const std::vector<MemoryNodeReport>& reports);
 
 // The command's exit code: 1 when some node has a problem, else 4 when a
 // live node did not answer, else 0 (pandora-ctl's codes).

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -23,6 +24,7 @@ const char* kind_name(wire::SenderKind k) {
     case wire::SenderKind::kCompute: return "compute node";
     case wire::SenderKind::kMemory: return "memory node";
     case wire::SenderKind::kReplica: return "replica";
+    case wire::SenderKind::kAdmin: return "operator tool";
   }
   return "node";
 }
@@ -47,6 +49,7 @@ Detector::Detector(DetectorOptions options, const Logger& log)
     : options_(std::move(options)),
       log_(log),
       incarnation_(random_incarnation()),
+      started_mono_ns_(monotonic_ns()),
       receiver_(options_.cluster_id, options_.secret, options_.max_skew, log),
       monitor_(monitor_options(options_)) {}
 
@@ -164,8 +167,81 @@ DetectorStats Detector::stats() const {
   return s;
 }
 
-Status Detector::encode(std::string& out, wire::HeartbeatType type, std::span<const uint16_t> pids,
-                        uint64_t epoch) {
+wire::ReplicaStats Detector::replica_stats() const {
+  const uint64_t now = monotonic_ns();
+  const DetectorStats d = stats();
+  wire::ReplicaStats r;
+  r.leader = leader_.load(std::memory_order_relaxed) ? 1 : 0;
+  r.uptime_ms = (now - started_mono_ns_) / 1'000'000;
+  {
+    std::lock_guard lock(mu_);
+    r.record_epoch = retired_epoch_;
+    r.watched_compute = monitor_.watched_count(wire::SenderKind::kCompute);
+    r.watched_memory = monitor_.watched_count(wire::SenderKind::kMemory);
+    r.suspected = monitor_.local_suspects(now).size();
+    r.failed_latched = failed_.size();
+  }
+  r.datagrams = d.datagrams;
+  r.heartbeats = d.heartbeats;
+  r.heartbeats_unwatched = d.heartbeats_unwatched;
+  r.heartbeats_foreign = d.heartbeats_foreign;
+  r.reports_received = d.reports_received;
+  r.reports_stale = d.reports_stale;
+  r.reports_sent = d.reports_sent;
+  r.pushes_sent = d.pushes_sent;
+  r.send_errors = d.send_errors;
+  r.failed_detected = d.failed_detected;
+  r.ticks = d.ticks;
+  r.rejected_malformed = d.rejected.malformed;
+  r.rejected_auth = d.rejected.auth;
+  r.rejected_replay = d.rejected.replay;
+  r.rejected_unexpected = d.rejected.unexpected;
+  r.queries_answered = d.queries_answered;
+  r.queries_refused = d.queries_refused;
+  return r;
+}
+
+void Detector::answer_stats_query(const wire::HeartbeatHeader& query, const sockaddr_storage& from,
+                                  socklen_t from_len, uint64_t now) {
+  if (now - answer_window_ns_ >= 1'000'000'000ull) {
+    answer_window_ns_ = now;
+    answers_in_window_ = 0;
+  }
+  if (answers_in_window_ >= kStatsAnswersPerSecond) {
+    {
+      std::lock_guard lock(mu_);
+      ++stats_.queries_refused;
+    }
+    receiver_.reject(RejectReason::kUnexpected,
+                     fmt::format("stats query over the limit of {} answers a second", kStatsAnswersPerSecond), from,
+                     from_len);
+    return;
+  }
+  ++answers_in_window_;
+  {
+    // Counted before the snapshot, so the answer includes itself.
+    std::lock_guard lock(mu_);
+    ++stats_.queries_answered;
+  }
+  wire::HeartbeatMessage m = own_message(wire::HeartbeatType::kStats);
+  m.query_incarnation = query.incarnation;
+  m.query_seq = query.seq;
+  m.stats = replica_stats();
+  std::string datagram;
+  if (Status s = wire::encode_heartbeat(datagram, m, options_.secret); !s) {
+    log_.error("cannot encode a stats answer: {}", s.to_string());
+    return;
+  }
+  net::UdpAddress to;
+  std::memcpy(&to.ss, &from, sizeof from);
+  to.len = from_len;
+  if (Status s = send_to(to, datagram); !s) {
+    std::lock_guard lock(mu_);
+    ++stats_.send_errors;
+  }
+}
+
+wire::HeartbeatMessage Detector::own_message(wire::HeartbeatType type) {
   wire::HeartbeatMessage m;
   m.header.type = type;
   m.header.kind = wire::SenderKind::kReplica;
@@ -174,6 +250,12 @@ Status Detector::encode(std::string& out, wire::HeartbeatType type, std::span<co
   m.header.incarnation = incarnation_;
   m.header.seq = seq_.fetch_add(1) + 1;
   m.header.sent_ns = realtime_ns();
+  return m;
+}
+
+Status Detector::encode(std::string& out, wire::HeartbeatType type, std::span<const uint16_t> pids,
+                        uint64_t epoch) {
+  wire::HeartbeatMessage m = own_message(type);
   m.pids.assign(pids.begin(), pids.end());
   m.epoch = epoch;
   out.clear();
@@ -257,7 +339,7 @@ void Detector::handle(const wire::HeartbeatMessage& m, const sockaddr_storage& f
   const wire::HeartbeatHeader& h = m.header;
   switch (h.type) {
     case wire::HeartbeatType::kHeartbeat: {
-      if (h.kind == wire::SenderKind::kReplica) break;
+      if (h.kind == wire::SenderKind::kReplica || h.kind == wire::SenderKind::kAdmin) break;
       std::unique_lock lock(mu_);
       const NodeKey key{h.kind, h.sender};
       if (h.kind == wire::SenderKind::kMemory) {
@@ -311,7 +393,12 @@ void Detector::handle(const wire::HeartbeatMessage& m, const sockaddr_storage& f
       evaluate_locked(now);
       return;
     }
+    case wire::HeartbeatType::kStatsQuery:
+      if (h.kind != wire::SenderKind::kAdmin) break;
+      answer_stats_query(h, from, from_len, now);
+      return;
     case wire::HeartbeatType::kFailedPush:
+    case wire::HeartbeatType::kStats:
       break;
   }
   receiver_.reject(RejectReason::kUnexpected,

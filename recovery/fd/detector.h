@@ -12,6 +12,12 @@
 // state: the node is about to be fenced) and reported by wait_failed() until
 // the caller unwatches it.
 //
+// An operator asks a replica for its counters and state with a StatsQuery
+// (common/wire/heartbeat.h; pandora-ctl stats): the replica answers to the
+// query's source address, at most kStatsAnswersPerSecond times a second
+// (the query is authenticated and as long as the answer; the limit bounds
+// what a replayed one can cost).
+//
 // The thread sleeps in ppoll between ticks (no busy polling), and while no
 // node is suspected it skips the ticks until the earliest moment one could
 // be (it still wakes for each datagram): three replicas and a cluster share
@@ -76,8 +82,12 @@ struct DetectorStats {
   uint64_t send_errors = 0;
   uint64_t failed_detected = 0;       // nodes that reached a majority
   uint64_t ticks = 0;
+  uint64_t queries_answered = 0;      // StatsQuery answered
+  uint64_t queries_refused = 0;       // StatsQuery over the answer rate limit (also in rejected.unexpected)
   RejectCounts rejected;              // refused datagrams by reason
 };
+
+inline constexpr uint32_t kStatsAnswersPerSecond = 20;
 
 class Detector {
  public:
@@ -143,16 +153,25 @@ class Detector {
   Status push_failed(std::span<const Endpoint> to, std::span<const uint16_t> pids);
 
   DetectorStats stats() const;
+  // What a StatsQuery is answered with: stats() and this replica's state.
+  wire::ReplicaStats replica_stats() const;
+  // Whether this replica leads (pandora-fd sets it once elected); only
+  // reported.
+  void set_leader(bool leader) { leader_.store(leader, std::memory_order_relaxed); }
 
  private:
   Detector(DetectorOptions options, const Logger& log);
   void run();
   void receive_all();
   void handle(const wire::HeartbeatMessage& m, const sockaddr_storage& from, socklen_t from_len, uint64_t now);
+  void answer_stats_query(const wire::HeartbeatHeader& query, const sockaddr_storage& from, socklen_t from_len,
+                          uint64_t now);
   // Evaluates and reports; returns when the next tick is needed.
   uint64_t tick(uint64_t now);
   // With mu_ held: latches nodes the monitor now finds failed.
   void evaluate_locked(uint64_t now);
+  // A message of this replica with its header filled (next seq).
+  wire::HeartbeatMessage own_message(wire::HeartbeatType type);
   // Encodes one message from this replica (next seq) into out; `epoch`
   // only for kMemorySuspects.
   Status encode(std::string& out, wire::HeartbeatType type, std::span<const uint16_t> pids, uint64_t epoch);
@@ -161,6 +180,8 @@ class Detector {
   const DetectorOptions options_;
   const Logger log_;
   const uint64_t incarnation_;
+  const uint64_t started_mono_ns_;
+  std::atomic<bool> leader_{false};
   net::UniqueFd sock_;
   net::UniqueFd wakeup_;
   uint16_t port_ = 0;
@@ -173,6 +194,8 @@ class Detector {
   HeartbeatReceiver receiver_;
   bool reported_compute_ = false;  // last report sent was non-empty
   bool reported_memory_ = false;
+  uint64_t answer_window_ns_ = 0;   // the second the answers below were counted in
+  uint32_t answers_in_window_ = 0;
 
   mutable std::mutex mu_;  // guards everything below
   std::condition_variable failed_cv_;

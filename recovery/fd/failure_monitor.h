@@ -54,6 +54,11 @@ class FailureMonitor {
   void unwatch(NodeKey key);
   bool watching(NodeKey key) const { return watched_.contains(key); }
   size_t watched_count() const { return watched_.size(); }
+  size_t watched_count(wire::SenderKind kind) const {
+    size_t n = 0;
+    for (const auto& [key, last] : watched_) n += key.kind == kind ? 1 : 0;
+    return n;
+  }
 
   // A heartbeat of `key` at `now`. False (and ignored) when not watched.
   bool heard(NodeKey key, uint64_t now);

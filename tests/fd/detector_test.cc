@@ -20,6 +20,7 @@
 #include "common/transport/client.h"
 #include "common/udp_socket.h"
 #include "compute/fd_link.h"
+#include "recovery/fd/stats_query.h"
 #include "tests/support/memd_process.h"
 
 namespace pandora::fd {
@@ -376,6 +377,104 @@ TEST(Detector, HeartbeatsOfUnwatchedNodesAreCountedAndDropped) {
 // The sending thread asks for its own nice value: a lower priority (5) is
 // open to anyone, a higher one (-10) needs CAP_SYS_NICE; the rest of the
 // process keeps its priority either way; a value outside -20..19 is refused.
+// An operator's StatsQuery (pandora-ctl stats): each replica answers with
+// its own counters and state - who it watches, what it heard, whether it
+// leads, which cluster record it follows - and only to an authentic query
+// of an operator tool.
+TEST(Detector, AnswersAnOperatorsStatsQueryWithWhatItHeard) {
+  Replicas r(3, kLoadTolerantTimeout);
+  r.watch(SenderKind::kCompute, 5);
+  auto hb = sender(SenderKind::kCompute, 5, r.endpoints());
+  r.at(2).set_leader(true);
+  r.at(1).follow_memory_record({}, {}, 7);
+  ASSERT_TRUE(eventually([&] {
+    for (uint32_t id = 1; id <= 3; ++id) {
+      if (r.at(id).stats().heartbeats < 3) return false;
+    }
+    return true;
+  }));
+  std::map<uint32_t, Endpoint> all;
+  for (uint32_t id = 1; id <= 3; ++id) all[id] = loopback(r.at(id).port());
+
+  const std::vector<ReplicaStatsAnswer> answers = query_replica_stats(all, kCluster, kSecret, 5000ms);
+  ASSERT_EQ(answers.size(), 3u);
+  for (const ReplicaStatsAnswer& a : answers) {
+    ASSERT_TRUE(a.answered) << "replica " << a.replica_id << ": " << a.error;
+    const Detector& d = r.at(a.replica_id);
+    EXPECT_EQ(a.incarnation, d.incarnation());
+    EXPECT_EQ(a.stats.leader, a.replica_id == 2 ? 1u : 0u) << "replica " << a.replica_id;
+    EXPECT_EQ(a.stats.record_epoch, a.replica_id == 1 ? 7u : 0u) << "replica " << a.replica_id;
+    EXPECT_EQ(a.stats.watched_compute, 1u);
+    EXPECT_EQ(a.stats.watched_memory, 0u);
+    EXPECT_EQ(a.stats.suspected, 0u);
+    EXPECT_GE(a.stats.heartbeats, 3u);
+    EXPECT_LE(a.stats.heartbeats, d.stats().heartbeats) << "a snapshot of the counters, not made up";
+    EXPECT_GE(a.stats.datagrams, a.stats.heartbeats);
+    EXPECT_GE(a.stats.queries_answered, 1u) << "the answer counts itself";
+  }
+
+  // Strangers get nothing: a query signed with another secret, and an
+  // authentic one from a compute node rather than an operator tool.
+  const DetectorStats before = r.at(1).stats();
+  const std::vector<ReplicaStatsAnswer> forged = query_replica_stats({{1, all[1]}}, kCluster, "guess", 600ms);
+  ASSERT_EQ(forged.size(), 1u);
+  EXPECT_FALSE(forged[0].answered);
+  EXPECT_NE(forged[0].error.find("no answer within 600 ms"), std::string::npos) << forged[0].error;
+  RawSocket raw;
+  raw.send(datagram(wire::HeartbeatType::kStatsQuery, SenderKind::kCompute, 5, 1), all[1].port);
+  ASSERT_TRUE(eventually([&] {
+    const DetectorStats s = r.at(1).stats();
+    return s.rejected.auth > before.rejected.auth && s.rejected.unexpected > before.rejected.unexpected;
+  }));
+  EXPECT_EQ(r.at(1).stats().queries_answered, before.queries_answered);
+}
+
+// Answers are rate limited: a query is as long as its answer (no
+// amplification), and at most kStatsAnswersPerSecond are answered a second,
+// so even a replayed or flooded query costs a replica little.
+TEST(Detector, StatsAnswersAreRateLimited) {
+  Replicas r(1);
+  uint16_t port = 0;
+  Result<net::UniqueFd> sock = net::bind_udp(loopback(0), &port);
+  ASSERT_TRUE(sock) << sock.status().to_string();
+  Result<net::UdpAddress> to = net::udp_address(loopback(r.at(1).port()));
+  ASSERT_TRUE(to);
+  constexpr uint64_t kQueries = 3 * kStatsAnswersPerSecond;
+  for (uint64_t seq = 1; seq <= kQueries; ++seq) {
+    const std::string q = datagram(wire::HeartbeatType::kStatsQuery, SenderKind::kAdmin, wire::kAdminSender, seq);
+    ASSERT_TRUE(net::send_datagram(sock->get(), *to, {reinterpret_cast<const uint8_t*>(q.data()), q.size()}));
+  }
+  ASSERT_TRUE(eventually([&] {
+    const DetectorStats s = r.at(1).stats();
+    return s.queries_answered + s.queries_refused == kQueries;
+  })) << "answered " << r.at(1).stats().queries_answered << ", refused " << r.at(1).stats().queries_refused;
+  const DetectorStats s = r.at(1).stats();
+  // The queries arrive together: unless the replica's thread stalled for
+  // seconds in between, all but one second's worth are refused.
+  EXPECT_GE(s.queries_refused, 1u);
+  EXPECT_EQ(s.rejected.unexpected, s.queries_refused);
+  // Every answer arrived, authentic and naming its query.
+  std::array<uint8_t, wire::kMaxDatagram + 1> buf;
+  uint64_t received = 0;
+  ASSERT_TRUE(eventually([&] {
+    for (;;) {
+      sockaddr_storage from{};
+      socklen_t from_len = 0;
+      const ssize_t n = net::recv_datagram(sock->get(), buf, &from, &from_len);
+      if (n < 0) break;
+      auto m = wire::decode_heartbeat(std::span<const uint8_t>(buf.data(), static_cast<size_t>(n)), kSecret, kCluster);
+      EXPECT_TRUE(m) << m.status().to_string();
+      if (!m) continue;
+      EXPECT_EQ(m->header.type, wire::HeartbeatType::kStats);
+      EXPECT_EQ(m->query_incarnation, 0xabcdefu);
+      EXPECT_GE(m->query_seq, 1u);
+      EXPECT_LE(m->query_seq, kQueries);
+      ++received;
+    }
+    return received == s.queries_answered;
+  })) << received << " answers received, " << s.queries_answered << " sent";
+}
+
 TEST(HeartbeatSender, RunsItsThreadAtTheAskedNiceValue) {
   Replicas r(1);
   const int before = ::getpriority(PRIO_PROCESS, 0);

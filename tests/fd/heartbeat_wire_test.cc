@@ -3,6 +3,8 @@
 // replay guard.
 #include "common/wire/heartbeat.h"
 
+#include "common/checksum.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -43,11 +45,25 @@ void expect_same(const HeartbeatMessage& a, const HeartbeatMessage& b) {
   EXPECT_EQ(a.header.sent_ns, b.header.sent_ns);
   EXPECT_EQ(a.pids, b.pids);
   EXPECT_EQ(a.epoch, b.epoch);
+  EXPECT_EQ(a.query_incarnation, b.query_incarnation);
+  EXPECT_EQ(a.query_seq, b.query_seq);
+  EXPECT_EQ(a.stats, b.stats);
 }
 
 HeartbeatMessage memory_suspects(std::vector<uint16_t> ids, uint64_t epoch) {
   HeartbeatMessage m = message(HeartbeatType::kMemorySuspects, SenderKind::kReplica, std::move(ids));
   m.epoch = epoch;
+  return m;
+}
+
+// An answer whose every value differs (a field encoded twice or skipped
+// would not round-trip).
+HeartbeatMessage stats_answer() {
+  HeartbeatMessage m = message(HeartbeatType::kStats, SenderKind::kReplica);
+  m.query_incarnation = 0xa1a2a3a4a5a6a7a8;
+  m.query_seq = 77;
+  uint64_t v = 0x0100000000000001;
+  for (const ReplicaStatsField& f : kReplicaStatsFields) m.stats.*f.member = v++ * 3;
   return m;
 }
 
@@ -60,15 +76,34 @@ std::vector<HeartbeatMessage> samples() {
           message(HeartbeatType::kSuspects, SenderKind::kReplica, {1, 7, 65535}),
           memory_suspects({3}, 0xfedcba9876543210),
           memory_suspects({}, 0),
-          message(HeartbeatType::kFailedPush, SenderKind::kReplica, many)};
+          message(HeartbeatType::kFailedPush, SenderKind::kReplica, many),
+          message(HeartbeatType::kStatsQuery, SenderKind::kAdmin),
+          stats_answer()};
+}
+
+size_t body_bytes(const HeartbeatMessage& m) {
+  switch (m.header.type) {
+    case HeartbeatType::kHeartbeat: return 0;
+    case HeartbeatType::kStatsQuery:
+    case HeartbeatType::kStats: return kStatsBodyBytes;
+    case HeartbeatType::kMemorySuspects: return 8 + 2 + 2 * m.pids.size();
+    default: return 2 + 2 * m.pids.size();
+  }
+}
+
+// Signs `d` again after a test changed bytes before the mac.
+std::string resigned(std::string d, std::string_view secret = kSecret) {
+  d.resize(d.size() - kHeartbeatMacBytes);
+  const Digest256 mac = hmac_sha256(
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(secret.data()), secret.size()), bytes(d));
+  d.append(reinterpret_cast<const char*>(mac.data()), mac.size());
+  return d;
 }
 
 TEST(HeartbeatWire, RoundTripsEveryType) {
   for (const HeartbeatMessage& m : samples()) {
     const std::string d = encoded(m);
-    const size_t epoch = m.header.type == HeartbeatType::kMemorySuspects ? 8 : 0;
-    EXPECT_EQ(d.size(), kHeartbeatHeaderBytes + kHeartbeatMacBytes +
-                            (m.header.type == HeartbeatType::kHeartbeat ? 0 : epoch + 2 + 2 * m.pids.size()));
+    EXPECT_EQ(d.size(), kHeartbeatHeaderBytes + kHeartbeatMacBytes + body_bytes(m));
     EXPECT_LE(d.size(), kMaxDatagram);
     Result<HeartbeatMessage> back = decode_heartbeat(bytes(d), kSecret, kCluster);
     ASSERT_TRUE(back) << back.status().to_string();
@@ -160,6 +195,30 @@ TEST(HeartbeatWire, MalformedMessagesSayWhy) {
   r = decode_heartbeat(bytes(d), kSecret, kCluster);
   EXPECT_EQ(r.status().code(), Errc::kProtocol);
   EXPECT_NE(r.status().message().find("epoch"), std::string::npos) << r.status().message();
+  // An answer relabelled as a query: a query's body is padding only.
+  d = encoded(stats_answer());
+  d[6] = static_cast<char>(HeartbeatType::kStatsQuery);
+  r = decode_heartbeat(bytes(resigned(d)), kSecret, kCluster);
+  EXPECT_EQ(r.status().code(), Errc::kProtocol);
+  EXPECT_NE(r.status().message().find("non-zero"), std::string::npos) << r.status().message();
+  // An answer with one value fewer than this version has (a count that
+  // does not match) or a body cut short.
+  d = encoded(stats_answer());
+  d[kHeartbeatHeaderBytes + 16] = static_cast<char>(kReplicaStatsFields.size() - 1);
+  r = decode_heartbeat(bytes(resigned(d)), kSecret, kCluster);
+  EXPECT_EQ(r.status().code(), Errc::kProtocol);
+  EXPECT_NE(r.status().message().find("values"), std::string::npos) << r.status().message();
+}
+
+// A query must be at least as long as its answer: a replayed query with a
+// forged source address would otherwise make a replica an amplifier.
+TEST(HeartbeatWire, AStatsQueryIsAsLongAsItsAnswer) {
+  const std::string query = encoded(message(HeartbeatType::kStatsQuery, SenderKind::kAdmin));
+  const std::string answer = encoded(stats_answer());
+  EXPECT_EQ(query.size(), answer.size());
+  HeartbeatMessage with_pids = message(HeartbeatType::kStatsQuery, SenderKind::kAdmin, {1});
+  std::string out;
+  EXPECT_EQ(encode_heartbeat(out, with_pids, kSecret).code(), Errc::kInvalidArgument);
 }
 
 HeartbeatHeader header(uint64_t incarnation, uint64_t seq, uint64_t sent_ns, uint32_t sender = 42,
@@ -224,7 +283,7 @@ TEST(HeartbeatWire, DecodesTheIndependentlyWrittenSeeds) {
     EXPECT_EQ(again, d) << entry.path();
     ++n;
   }
-  EXPECT_GE(n, 7u);
+  EXPECT_GE(n, 9u);
 }
 
 }  // namespace

@@ -45,8 +45,14 @@ def region():
     return struct.pack("<QIIQQQQQQ", 7, 1, 1, 1 << 26, 4096, 8192, 1 << 25, 1 << 20, 0x0123456789ABCDEF)
 
 
-def heartbeat(msg_type, kind, sender, seq, pids=None, epoch=None):
-    body = b"" if pids is None else struct.pack("<H", len(pids)) + struct.pack("<%dH" % len(pids), *pids)
+# common/wire/heartbeat.h: the values of a Stats answer, in order.
+REPLICA_STATS_FIELDS = 24
+STATS_BODY = 8 + 8 + 2 + 8 * REPLICA_STATS_FIELDS
+
+
+def heartbeat(msg_type, kind, sender, seq, pids=None, epoch=None, body=None):
+    if body is None:
+        body = b"" if pids is None else struct.pack("<H", len(pids)) + struct.pack("<%dH" % len(pids), *pids)
     if epoch is not None:  # MemorySuspects: the record epoch of the sender's view first
         body = struct.pack("<Q", epoch) + body
     head = struct.pack("<IHBBQIQQQH", HEARTBEAT_MAGIC, HEARTBEAT_VERSION, msg_type, kind, FUZZ_CLUSTER, sender,
@@ -114,7 +120,7 @@ def main():
     }
     write_all(os.path.join(HERE, "seeds", "control"), messages)
 
-    COMPUTE, MEMORY, REPLICA = 1, 2, 3
+    COMPUTE, MEMORY, REPLICA, ADMIN = 1, 2, 3, 4
     datagrams = {
         "1_heartbeat_compute": heartbeat(1, COMPUTE, 42, 1),
         "1_heartbeat_memory": heartbeat(1, MEMORY, 3, 2),
@@ -123,6 +129,11 @@ def main():
         "3_failed_push": heartbeat(3, REPLICA, 1, 5, [7]),
         "3_failed_push_full": heartbeat(3, REPLICA, 1, 6, list(range(1, 661))),
         "4_memory_suspects": heartbeat(4, REPLICA, 3, 7, [2], epoch=5),
+        # a query is all zero padding, as long as the answer
+        "5_stats_query": heartbeat(5, ADMIN, 1, 8, body=bytes(STATS_BODY)),
+        # answer to query (incarnation 0x1122334455667788, seq 8): values 100, 101, ...
+        "6_stats": heartbeat(6, REPLICA, 2, 9, body=struct.pack("<QQH", 0x1122334455667788, 8, REPLICA_STATS_FIELDS)
+                             + struct.pack("<%dQ" % REPLICA_STATS_FIELDS, *range(100, 100 + REPLICA_STATS_FIELDS))),
     }
     write_all(os.path.join(HERE, "seeds", "heartbeat"), datagrams)
 

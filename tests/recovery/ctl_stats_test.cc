@@ -8,12 +8,14 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/logger.h"
 #include "common/transport/client.h"
+#include "common/udp_socket.h"
 #include "recovery/registry.h"
 #include "tests/recovery/cluster_binaries.h"
 #include "tests/support/memd_process.h"
@@ -44,6 +46,7 @@ class CtlStatsTest : public ::testing::Test {
   void SetUp() override {
     LocalClusterOptions o = built_cluster_options();
     o.zk_servers = 1;
+    adjust(o);
     cluster_ = std::make_unique<LocalCluster>(o);
     Status s = cluster_->start();
     ASSERT_TRUE(s) << s.to_string();
@@ -55,6 +58,7 @@ class CtlStatsTest : public ::testing::Test {
     }
   }
 
+  virtual void adjust(LocalClusterOptions&) {}
   LocalMemd& memd(size_t i) { return cluster_->memds().node(i); }
 
   int stats(const std::vector<std::string>& extra, std::string* out) {
@@ -176,6 +180,73 @@ TEST_F(CtlStatsTest, AFailedOverNodesDaemonAndAnUnreachableOneAreReported) {
             2)
       << out;
   EXPECT_NE(out.find("--memory-nodes"), std::string::npos) << out;
+}
+
+// The detector's part of `pandora-ctl stats`: each replica pandora-fd
+// registered answers with what it hears (both daemons heartbeat it) and
+// whether it leads; one leads. A replica that is registered but does not
+// answer (here: announced by the test at a UDP port it holds and never
+// reads, as a stopped replica whose session has not expired yet) is
+// unreachable: exit 4, named in text and JSON.
+class CtlStatsDetectorTest : public CtlStatsTest {
+ protected:
+  void adjust(LocalClusterOptions& o) override { o.memd_heartbeats = true; }
+};
+
+TEST_F(CtlStatsDetectorTest, ReportsWhatEachReplicaHearsAndOneThatDoesNotAnswer) {
+  for (uint32_t id : {1u, 2u}) {
+    // Memory suspicion slower than a loaded machine's stalls: this test
+    // wants both nodes watched, not failed over.
+    auto fd = cluster_->start_fd(id, {"--memory-timeout-us", "5000000"});
+    ASSERT_TRUE(fd) << fd.status().to_string();
+  }
+  auto reg = registry();
+  ASSERT_TRUE(reg);
+  uint16_t silent_port = 0;
+  Result<net::UniqueFd> silent = net::bind_udp(Endpoint{"127.0.0.1", 0}, &silent_port);
+  ASSERT_TRUE(silent) << silent.status().to_string();
+  ASSERT_TRUE(reg->announce_replica(3, Endpoint{"127.0.0.1", silent_port}));
+
+  // Until both replicas are registered, one leads and each hears both daemons.
+  std::string out;
+  nlohmann::json doc;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  auto settled = [&] {
+    if (stats({"--json"}, &out) != 4) return false;
+    doc = json_of(out);
+    if (!doc.is_object() || doc["detector_replicas"].size() != 3) return false;
+    int leaders = 0;
+    for (const nlohmann::json& r : doc["detector_replicas"]) {
+      if (r["replica_id"] == 3) continue;
+      if (!r["answered"].get<bool>() || r["stats"]["watched_memory"] != 2 || r["stats"]["heartbeats"] == 0) {
+        return false;
+      }
+      leaders += r["stats"]["leader"].get<int>();
+    }
+    return leaders == 1;
+  };
+  while (!settled()) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the replicas never settled:\n" << out;
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_EQ(doc["detector_replicas_unreachable"], 1) << out;
+  EXPECT_EQ(doc["unreachable"], 0) << "the memory nodes all answer\n" << out;
+  const nlohmann::json& third = doc["detector_replicas"][2];
+  EXPECT_EQ(third["replica_id"], 3) << out;
+  EXPECT_FALSE(third["answered"].get<bool>()) << out;
+  EXPECT_NE(third["error"].get<std::string>().find("no answer within"), std::string::npos) << out;
+  for (const nlohmann::json& r : doc["detector_replicas"]) {
+    if (r["replica_id"] == 3) continue;
+    EXPECT_EQ(r["stats"]["watched_compute"], 0) << "no compute node joined\n" << out;
+    EXPECT_GE(r["stats"]["queries_answered"].get<uint64_t>(), 1u) << out;
+    EXPECT_TRUE(r["incarnation"].is_string()) << out;
+  }
+
+  ASSERT_EQ(stats({}, &out), 4) << out;
+  EXPECT_NE(out.find(fmt::format("detector replica 3 at 127.0.0.1:{}: UNREACHABLE", silent_port)), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("(leader)"), std::string::npos) << out;
+  EXPECT_NE(out.find("watching 0 compute node(s) and 2 memory node(s)"), std::string::npos) << out;
 }
 
 }  // namespace
