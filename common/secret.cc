@@ -50,6 +50,21 @@ Result<std::string> read_secret_file(const std::string& path) {
                               "the cluster: restrict it with chmod 600",
                               path, (st.st_mode & S_IROTH) != 0 ? "all users" : "its group", st.st_mode & 07777));
   }
+  // Whoever owns or may write the file chooses the secret: a file planted
+  // in a shared directory (a predictable /tmp path made before the
+  // cluster's scripts ran) would give its planter the cluster.
+  if (S_ISREG(st.st_mode) && (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("secret file '{}' is writable by {} (mode {:04o}); anyone who can write it chooses the "
+                              "cluster's secret: restrict it with chmod 600",
+                              path, (st.st_mode & S_IWOTH) != 0 ? "all users" : "its group", st.st_mode & 07777));
+  }
+  if (S_ISREG(st.st_mode) && st.st_uid != ::geteuid()) {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("secret file '{}' belongs to uid {}, not to this user (uid {}); its owner can change "
+                              "the cluster's secret: use a secret file of your own",
+                              path, st.st_uid, ::geteuid()));
+  }
 
   // Read one newline and one byte more than allowed, so "too long" is
   // detected without trusting st_size or reading an unbounded file.

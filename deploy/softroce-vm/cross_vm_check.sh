@@ -156,8 +156,13 @@ memory_role() {
   trap 'step "SIGTERM: stopping pandora-memd"; rc=0; stop_all || rc=$?; exit "$rc"' TERM
   trap 'stop_all >/dev/null 2>&1 || true' EXIT
 
-  # The cluster secret: 32 random bytes as hex, readable by root only.
-  head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$x/secret.tmp"
+  # The cluster secret: 32 random bytes as hex, readable by root only, on
+  # this guest's tmpfs; a copy goes to VM b through the exchange. Over 9p
+  # the exchange's files belong to whichever host user runs QEMU, and
+  # Pandora refuses a secret file another user owns.
+  head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >/tmp/secret
+  chmod 600 /tmp/secret
+  cp -- /tmp/secret "$x/secret.tmp"
   chmod 600 "$x/secret.tmp"
   mv -- "$x/secret.tmp" "$x/secret"
   [[ "$(stat -c %a "$x/secret")" == 600 ]] || die "$x/secret has mode $(stat -c %a "$x/secret"), not 600"
@@ -167,7 +172,7 @@ memory_role() {
   # 3 s from connecting to its Hello (seen: "no valid Hello within 3000 ms").
   step "starting pandora-memd --verbs on (rxe0) on $PANDORA_VM_ADDR"
   PMEM_IS_PMEM_FORCE=1 "$memd" --pm-path /dev/shm/pandora/node$NODE_ID.pm --size 64M --node-id "$NODE_ID" \
-    --cluster-id "$CLUSTER_ID" --secret-file "$x/secret" --listen "$PANDORA_VM_ADDR:0" \
+    --cluster-id "$CLUSTER_ID" --secret-file /tmp/secret --listen "$PANDORA_VM_ADDR:0" \
     --port-file /tmp/memd.port --verbs on --rdma-device rxe0 --log-level info --handshake-timeout-ms 60000 &
   memd_pid=$!
   wait_for /tmp/memd.port 120 "$memd_pid" || { stop_all || true; die "pandora-memd did not write its port file within 120 s"; }
@@ -185,7 +190,7 @@ memory_role() {
     done
     step "pandora-ctl fence $FENCED_PID"
     local rc=0
-    "$ctl" fence "$FENCED_PID" --memory-nodes "$endpoint" --cluster-id "$CLUSTER_ID" --secret-file "$x/secret" || rc=$?
+    "$ctl" fence "$FENCED_PID" --memory-nodes "$endpoint" --cluster-id "$CLUSTER_ID" --secret-file /tmp/secret || rc=$?
     put "$x/fence.done" "$rc"
     [[ "$rc" -eq 0 ]] || die "pandora-ctl fence $FENCED_PID exited with $rc"
   fi
@@ -205,7 +210,9 @@ compute_role() {
   local endpoint
   endpoint="$(cat "$x/memd.endpoint")"
   [[ "$(stat -c %a "$x/secret")" == 600 ]] || die "$x/secret has mode $(stat -c %a "$x/secret"), not 600"
-  local common=(--memory-nodes "$endpoint" --cluster-id "$CLUSTER_ID" --secret-file "$x/secret"
+  # A copy of our own on this guest's tmpfs (see memory_role).
+  install -m 600 -- "$x/secret" /tmp/secret
+  local common=(--memory-nodes "$endpoint" --cluster-id "$CLUSTER_ID" --secret-file /tmp/secret
     --backend verbs --rdma-device rxe0 --workload smallbank --accounts "$accounts")
 
   step "pandora-bench --backend verbs --load, $seconds s of SmallBank against $endpoint"

@@ -61,6 +61,26 @@ TEST_F(SecretFile, RefusesFilesOthersOrTheGroupMayRead) {
   }
 }
 
+// Whoever may change the file chooses the secret: a file others may write,
+// or one another user owns (planted in a shared directory before the
+// cluster's scripts ran), is refused.
+TEST_F(SecretFile, RefusesFilesOthersMayChange) {
+  const std::string k(32, 'k');
+  for (mode_t mode : {0620, 0602, 0622}) {
+    const std::string path = write("writable", k, mode);
+    Result<std::string> s = read_secret_file(path);
+    ASSERT_FALSE(s.is_ok()) << std::oct << mode;
+    EXPECT_EQ(s.status().code(), Errc::kInvalidArgument);
+    EXPECT_NE(s.status().message().find("writable by"), std::string::npos) << s.status().message();
+  }
+  if (::geteuid() != 0) GTEST_SKIP() << "giving a file to another user needs root";
+  const std::string path = write("planted", k, 0600);
+  ASSERT_EQ(::chown(path.c_str(), 65534, 65534), 0);  // nobody
+  Result<std::string> s = read_secret_file(path);
+  ASSERT_FALSE(s.is_ok()) << "a file another user owns was accepted";
+  EXPECT_NE(s.status().message().find("belongs to uid 65534"), std::string::npos) << s.status().message();
+}
+
 TEST_F(SecretFile, RefusesSecretsShorterThan16Bytes) {
   for (const std::string& content : {std::string("s"), std::string("hunter2\n"), std::string(15, 'x'),
                                      std::string(15, 'x') + "\n"}) {
