@@ -181,7 +181,9 @@ if [[ $status -eq 0 && "$workload" != none ]]; then
   fi
   if [[ $status -eq 0 && "$protocol" == pandora ]]; then
     rm -rf -- "$out"
-    mkdir -p "$out"
+    # shellcheck source=deploy/lib/private_dir.sh
+    source "$script_dir/lib/private_dir.sh"
+    private_dir "$out" "output directory" || exit 2
     out="$(cd -- "$out" && pwd -P)"
     # One attempt: three processes, the third killed half-way. Returns 2
     # when the machine spoilt it (a live process fenced after a stall, one

@@ -133,7 +133,9 @@ if [[ -n "$hosts_file" ]]; then
   [[ ${#hosts[@]} -gt 0 ]] || die "--hosts: $hosts_file lists no host"
 fi
 
-[[ "$dry_run" -eq 1 ]] || mkdir -p "$out"
+# shellcheck source=deploy/lib/private_dir.sh
+source "$script_dir/../lib/private_dir.sh"
+[[ "$dry_run" -eq 1 ]] || private_dir "$out" "output directory" || exit 2
 out="$(cd -- "$out" 2>/dev/null && pwd -P || echo "$out")"
 
 # One line, quoted so it can be pasted into a shell.

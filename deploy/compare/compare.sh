@@ -194,7 +194,9 @@ if [[ -z "$out" ]]; then
   out="$state/reports"
   keep_out=0
 fi
-mkdir -p "$out"
+# shellcheck source=deploy/lib/private_dir.sh
+source "$script_dir/../lib/private_dir.sh"
+private_dir "$out" "output directory" || exit 2
 run_pid=""
 
 cleanup() {

@@ -104,6 +104,9 @@ if grep -q "fsanitize=address" "$build/build.ninja" 2>/dev/null; then
 fi
 command -v python3 >/dev/null 2>&1 || die "python3 not found"
 
+# shellcheck source=deploy/lib/private_dir.sh
+source "$script_dir/../lib/private_dir.sh"
+private_dir "$out" "output directory" || exit 2
 mkdir -p "$out/rounds"
 out="$(cd -- "$out" && pwd -P)"
 rm -f -- "$out"/rounds/* "$out/crashes.csv" "$out/summary.txt"

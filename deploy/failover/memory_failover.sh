@@ -85,7 +85,9 @@ for b in "$bench" "$build/memory/pandora-memd" "$build/recovery/pandora-fd" "$bu
 done
 command -v python3 >/dev/null 2>&1 || die "python3 not found"
 
-mkdir -p "$out"
+# shellcheck source=deploy/lib/private_dir.sh
+source "$script_dir/../lib/private_dir.sh"
+private_dir "$out" "output directory" || exit 2
 out="$(cd -- "$out" && pwd -P)"
 rm -rf -- "$out"/round* "$out/rounds.csv" "$out/summary.txt"
 state=""

@@ -51,7 +51,9 @@ done
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer, got '$rounds'"
 [[ "$counts" =~ ^[0-9]+(,[0-9]+)*$ ]] || die "--counts must be a comma list of integers, got '$counts'"
 command -v python3 >/dev/null 2>&1 || die "python3 not found"
-mkdir -p "$out"
+# shellcheck source=deploy/lib/private_dir.sh
+source "$script_dir/../lib/private_dir.sh"
+private_dir "$out" "output directory" || exit 2
 out="$(cd -- "$out" && pwd -P)"
 
 build_args=()

@@ -129,7 +129,9 @@ bash "$script_dir/ensure_matplotlib.sh"
 py=/usr/bin/python3
 [[ -x "$py" ]] || py=python3
 
-mkdir -p "$out"
+# shellcheck source=deploy/lib/private_dir.sh
+source "$script_dir/../lib/private_dir.sh"
+private_dir "$out" "output directory" || exit 2
 out="$(cd -- "$out" && pwd -P)"
 state=""
 region_dir=""

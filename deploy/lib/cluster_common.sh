@@ -12,6 +12,10 @@
 #   wait_port_file WHO PID FILE LOG DEADLINE
 #                                  waits until FILE holds a port number
 #   stop_pids WHO CHECK PID...     SIGTERM, up to 10 s, then SIGKILL
+#   private_dir DIR WHAT           (deploy/lib/private_dir.sh) DIR is this user's alone
+
+# shellcheck source=deploy/lib/private_dir.sh
+source "$(dirname -- "${BASH_SOURCE[0]}")/private_dir.sh"
 
 # True when $1 is a live (not zombie) process.
 proc_alive() {

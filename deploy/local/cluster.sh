@@ -358,7 +358,7 @@ refuse_running_fds() {
 
 start_all() {
   [[ -x "$memd" ]] || die "pandora-memd not found at '$memd' (build it: bash deploy/setup.sh release, or pass --memd PATH)"
-  mkdir -p "$dir"
+  private_dir "$dir" "cluster directory" || exit 2
   local i pid
   for i in $(recorded_nodes); do
     pid="$(cat "$dir/node$i.pid" 2>/dev/null || true)"
@@ -535,6 +535,7 @@ status_all() {
 
 # restart: the whole cluster back from DIR (see usage).
 restart_all() {
+  private_dir "$dir" "cluster directory" || exit 2
   [[ -s "$dir/cluster_id" && -s "$dir/secret" && -s "$dir/region_dir" ]] ||
     die "no cluster recorded in $dir (cluster_id, secret, region_dir): start one instead"
   [[ -x "$memd" ]] || die "pandora-memd not found at '$memd' (build it: bash deploy/setup.sh release, or pass --memd PATH)"

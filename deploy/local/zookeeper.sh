@@ -141,11 +141,6 @@ done
   ((10#${BASH_REMATCH[1]} <= 255 && 10#${BASH_REMATCH[2]} <= 255 && 10#${BASH_REMATCH[3]} <= 255 && 10#${BASH_REMATCH[4]} <= 255)) ||
   die "--host must be an IPv4 address, got '$host'"
 [[ -z "$exit_with_pid" || "$exit_with_pid" =~ ^[1-9][0-9]*$ ]] || die "--exit-with-pid needs a pid, got '$exit_with_pid'"
-if [[ "$cmd" == start ]]; then
-  mkdir -p -- "$dir"
-fi
-[[ -d "$dir" ]] || die "no directory $dir (nothing was started there)"
-dir="$(cd -- "$dir" && pwd -P)"
 # status, kill, restart and the watchdog talk to the address start chose.
 if [[ "$cmd" != start && -s "$dir/host" ]]; then
   host="$(cat "$dir/host")"
@@ -154,6 +149,12 @@ fi
 # proc_alive: the launchers' shared process checks.
 # shellcheck source=../lib/cluster_common.sh
 source "$script_dir/../lib/cluster_common.sh"
+
+if [[ "$cmd" == start ]]; then
+  private_dir "$dir" "ZooKeeper directory" || exit 2
+fi
+[[ -d "$dir" ]] || die "no directory $dir (nothing was started there)"
+dir="$(cd -- "$dir" && pwd -P)"
 
 # True when $1 is a live java process whose command line names server $2's
 # cfg in this DIR (so a recycled pid is never signalled).

@@ -480,7 +480,7 @@ start_run() {
   fi
   [[ "$prefix" =~ ^[a-z][a-z0-9]{1,5}$ ]] || usage_error "--prefix must be a-z then 1-5 of a-z0-9 (it goes into 15-character link names), got '$prefix'"
 
-  mkdir -p -- "$dir"
+  private_dir "$dir" "run directory" || exit 2
   dir="$(cd -- "$dir" && pwd -P)"
   if [[ -s "$dir/namespaces" ]]; then
     die "$dir holds a run (prefix $(cat "$dir/prefix" 2>/dev/null || echo '?')); stop it first: $0 stop --dir $dir"

@@ -166,7 +166,7 @@ recorded_pid() { [[ -s "$dir/postgres.pid" ]] && tr -d '[:space:]' <"$dir/postgr
 
 start() {
   ensure_binaries || exit 1
-  mkdir -p "$dir"
+  private_dir "$dir" "PostgreSQL directory" || exit 2
   dir="$(cd -- "$dir" && pwd -P)"
   local pid
   pid="$(recorded_pid || true)"
