@@ -409,7 +409,6 @@ TEST(Detector, AnswersAnOperatorsStatsQueryWithWhatItHeard) {
     EXPECT_EQ(a.stats.suspected, 0u);
     EXPECT_GE(a.stats.heartbeats, 3u);
     EXPECT_LE(a.stats.heartbeats, d.stats().heartbeats) << "a snapshot of the counters, not made up";
-    EXPECT_GE(a.stats.datagrams, a.stats.heartbeats);
     EXPECT_GE(a.stats.queries_answered, 1u) << "the answer counts itself";
   }
 
