@@ -11,6 +11,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "compute/cluster.h"
 #include "recovery/fd/detector.h"
@@ -439,6 +440,10 @@ class Replica {
     maybe_recycle();
     maybe_replace();
     if (!lead_->coordinator) return 0;  // rebuilt after a replacement
+    // Compute pids failed together are recovered together (pushed to the
+    // survivors in one go, before their ZooKeeper writes).
+    std::vector<uint16_t> pids;
+    std::vector<uint64_t> detected;
     for (const fd::FailedNode& f : detector_->wait_failed(std::chrono::milliseconds(20))) {
       if (f.kind != wire::SenderKind::kCompute) {
         log_.info("memory node {} missed by a majority of replicas: failing it over", f.id);
@@ -460,17 +465,24 @@ class Replica {
       }
       const uint16_t pid = static_cast<uint16_t>(f.id);
       log_.info("pid {} missed by a majority of replicas: recovering", pid);
-      const std::optional<MemberRecord> known = known_member(pid);
-      auto rec = lead_->coordinator->recover(pid, detected_realtime_ns(f.detected_mono_ns), known ? &*known : nullptr);
-      if (!rec) {
-        log_.warn("recovery of pid {}: {} (will retry)", pid, rec.status().to_string());
+      pids.push_back(pid);
+      detected.push_back(detected_realtime_ns(f.detected_mono_ns));
+    }
+    if (!pids.empty()) {
+      std::vector<std::optional<MemberRecord>> known;
+      std::vector<RecoveryCoordinator::FailedPid> batch;
+      for (uint16_t pid : pids) known.push_back(known_member(pid));
+      for (size_t i = 0; i < pids.size(); ++i) batch.push_back({pids[i], detected[i], known[i] ? &*known[i] : nullptr});
+      auto recs = lead_->coordinator->recover_together(batch);
+      if (!recs) {
+        log_.warn("recovery of pid(s) {}: {} (will retry)", fmt::join(pids, ", "), recs.status().to_string());
         // The retry goes through resume(), which finishes every record not
         // done, not only through the detector: a publish that committed
         // although ZooKeeper reported a lost connection removed the pid's
         // registration, so the detector stops reporting it, and its record
         // would wait at `published` for the next leader.
         lead_->resumed = false;
-        drop_data_plane_if_broken(rec.status());
+        drop_data_plane_if_broken(recs.status());
         // Typically ZooKeeper without a quorum: retry, not in a tight loop.
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         return 0;
@@ -478,7 +490,7 @@ class Replica {
       // Every pid this recovery covered: ford recovers nodes that failed
       // during its pause in the same pause (a read, so only then: in
       // pandora mode the next detection must not wait for it).
-      std::vector<uint16_t> covered{pid};
+      std::vector<uint16_t> covered = pids;
       if (registry_->cluster().protocol == "ford") {
         if (auto failed = registry_->failed()) covered.insert(covered.end(), failed->begin(), failed->end());
       }

@@ -89,57 +89,115 @@ Status RecoveryCoordinator::fence_everywhere(uint16_t pid) {
 }
 
 Result<RecoveryRecord> RecoveryCoordinator::recover(uint16_t pid, uint64_t detected_ns, const MemberRecord* known) {
+  const FailedPid one{pid, detected_ns, known};
+  auto recs = recover_together(std::span<const FailedPid>(&one, 1));
+  if (!recs) return recs.status();
+  return recs->front();
+}
+
+Result<std::vector<RecoveryRecord>> RecoveryCoordinator::recover_together(std::span<const FailedPid> pids) {
+  std::vector<Pending> pending;
+  pending.reserve(pids.size());
+  for (const FailedPid& f : pids) {
+    auto p = prepare(f);
+    if (!p) return p.status();
+    pending.push_back(std::move(*p));
+  }
+  // 2..4 for every pid to repair, then one push for all of them.
+  std::vector<uint16_t> repaired;
+  for (Pending& p : pending) {
+    if (p.next != Pending::Next::kRepair) continue;
+    if (Status s = repair(p); !s) return s;
+    repaired.push_back(p.rec.pid);
+  }
+  if (!repaired.empty()) {
+    // 5. Publish: the push to every compute node first, then the one
+    // synchronous ZooKeeper write per pid. From the push on, survivors
+    // steal the pids' latches; that is safe already (their writes are
+    // fenced, their lanes hold nothing undecided), and a leader that dies
+    // before a write is replaced by one that re-runs every step and finds
+    // the lanes empty. ZooKeeper's failed-ids is what nodes that missed
+    // the (UDP) push, or join later, read.
+    for (uint16_t pid : repaired) cluster_.failed_ids().add(pid);
+    push_failed(repaired);
+    if (repaired.size() > 1) {
+      logger_.info("{} pids pushed to the survivors together, before their ZooKeeper writes", repaired.size());
+    }
+  }
+  std::vector<RecoveryRecord> out;
+  out.reserve(pending.size());
+  for (Pending& p : pending) {
+    Result<RecoveryRecord> r = RecoveryRecord{};
+    switch (p.next) {
+      case Pending::Next::kNothing: r = p.rec; break;
+      case Pending::Next::kFinish: r = finish(p.rec); break;
+      case Pending::Next::kStoppedWorld: r = recover_stopped_world(p.rec.pid, p.rec); break;
+      case Pending::Next::kRepair:
+        p.rec.together = static_cast<uint32_t>(repaired.size());
+        r = publish_and_finish(p);
+        break;
+    }
+    if (!r) return r.status();
+    out.push_back(std::move(*r));
+  }
+  return out;
+}
+
+Result<RecoveryCoordinator::Pending> RecoveryCoordinator::prepare(const FailedPid& f) {
+  const uint16_t pid = f.pid;
   if (pid == 0) return Status(Errc::kInvalidArgument, "pid 0 is never a compute node");
   const auto t_start = Clock::now();
   auto existing = registry_.recovery(pid);
   if (!existing) return existing.status();
-  if (*existing && (*existing)->step == RecoveryStep::kDone) return **existing;
-
-  RecoveryRecord rec;
-  rec.pid = pid;
-  rec.leader_replica = options_.replica_id;
-  rec.detected_ns = detected_ns;
+  Pending p;
+  p.record_exists = existing->has_value();
+  if (*existing && (*existing)->step == RecoveryStep::kDone) {
+    p.next = Pending::Next::kNothing;
+    p.rec = **existing;
+    return p;
+  }
+  p.rec.pid = pid;
+  p.rec.leader_replica = options_.replica_id;
+  p.rec.detected_ns = f.detected_ns;
   if (*existing) {
-    rec = **existing;
-    rec.leader_replica = options_.replica_id;
+    p.rec = **existing;
+    p.rec.leader_replica = options_.replica_id;
   }
-  const bool published = *existing && (*existing)->step == RecoveryStep::kPublished;
-
-  if (!published) {
-    // The pid's member record: as the caller last read it (the detector's
-    // leader watches them; then the record read above is the only
-    // ZooKeeper call before the data-plane steps), else read now.
-    Result<std::optional<MemberRecord>> member = std::optional<MemberRecord>();
-    if (known && known->pid == pid && !known->slot.empty() && registry_.cluster().protocol != "ford") {
-      member = std::optional<MemberRecord>(*known);
-    } else {
-      member = registry_.member(pid);
-      if (!member) return member.status();
-    }
-    if (!*member && !*existing) {
-      return Status(Errc::kNotFound, fmt::format("pid {} is not registered in {} and has no recovery record", pid,
-                                                 registry_.root()));
-    }
-    if (*member) rec.slot = (*member)->slot;
-    if (rec.slot.empty()) {
-      return Status(Errc::kCorrupt, fmt::format("pid {} has no lane slot on record: cannot read its logs", pid));
-    }
-    if (registry_.cluster().protocol == "ford") return recover_stopped_world(pid, rec);
-
-    // No start record (see the header).
-    rec.start_record_us = us_since(t_start);
-    return recover_from_fence(pid, rec, existing->has_value());
+  if (*existing && (*existing)->step == RecoveryStep::kPublished) {
+    // 7. is all that is left.
+    p.next = Pending::Next::kFinish;
+    return p;
   }
-
-  // 7. Off the critical path: release the lane lease, mark done.
-  if (Status s = registry_.finish_recovery(rec); !s) return s;
-  rec.step = RecoveryStep::kDone;
-  return rec;
+  // The pid's member record: as the caller last read it (the detector's
+  // leader watches them; then the record read above is the only
+  // ZooKeeper call before the data-plane steps), else read now.
+  Result<std::optional<MemberRecord>> member = std::optional<MemberRecord>();
+  if (f.known && f.known->pid == pid && !f.known->slot.empty() && registry_.cluster().protocol != "ford") {
+    member = std::optional<MemberRecord>(*f.known);
+  } else {
+    member = registry_.member(pid);
+    if (!member) return member.status();
+  }
+  if (!*member && !*existing) {
+    return Status(Errc::kNotFound,
+                  fmt::format("pid {} is not registered in {} and has no recovery record", pid, registry_.root()));
+  }
+  if (*member) p.rec.slot = (*member)->slot;
+  if (p.rec.slot.empty()) {
+    return Status(Errc::kCorrupt, fmt::format("pid {} has no lane slot on record: cannot read its logs", pid));
+  }
+  if (registry_.cluster().protocol == "ford") {
+    p.next = Pending::Next::kStoppedWorld;
+    return p;
+  }
+  // No start record (see the header).
+  p.rec.start_record_us = us_since(t_start);
+  p.next = Pending::Next::kRepair;
+  return p;
 }
 
-void RecoveryCoordinator::push_failed(uint16_t pid) {
+void RecoveryCoordinator::push_failed(std::span<const uint16_t> pids) {
   if (!push_) return;
-  const uint16_t pids[] = {pid};
   if (options_.push_targets) {
     const std::vector<Endpoint> to = options_.push_targets();
     push_(to, pids);
@@ -147,80 +205,83 @@ void RecoveryCoordinator::push_failed(uint16_t pid) {
   }
   auto members = registry_.members();
   if (!members) {
-    logger_.warn("pid {} recovered, but the compute nodes could not be listed for the push ({}); they learn it "
+    logger_.warn("{} pid(s) recovered, but the compute nodes could not be listed for the push ({}); they learn it "
                  "from their ZooKeeper watch",
-                 pid, members.status().to_string());
+                 pids.size(), members.status().to_string());
     return;
   }
   std::vector<Endpoint> to;
   for (const MemberRecord& m : *members) {
-    if (m.push && m.pid != pid) to.push_back(*m.push);
+    if (m.push && std::find(pids.begin(), pids.end(), m.pid) == pids.end()) to.push_back(*m.push);
   }
   push_(to, pids);
 }
 
-Result<RecoveryRecord> RecoveryCoordinator::recover_from_fence(uint16_t pid, RecoveryRecord rec,
-                                                               bool record_exists) {
-  {
-    // 2. Fence: from here on nothing the pid sends changes memory.
-    auto t = Clock::now();
-    if (Status s = fence_everywhere(pid); !s) return s;
-    rec.fence_us = us_since(t);
+Status RecoveryCoordinator::repair(Pending& p) {
+  const uint16_t pid = p.rec.pid;
+  RecoveryRecord& rec = p.rec;
+  // 2. Fence: from here on nothing the pid sends changes memory.
+  auto t = Clock::now();
+  if (Status s = fence_everywhere(pid); !s) return s;
+  rec.fence_us = us_since(t);
 
-    // 3. Log recovery: repair, release nothing.
-    t = Clock::now();
-    const auto conns = cluster_.bootstrap_connections();
-    auto report = recover_logs(cluster_, conns, pid, rec.slot, logger_, crash_);
-    if (report && report->skipped > 0) {
-      // Records naming tables this leader's directory does not describe:
-      // the tables were created again (pandora-bench --load --replace)
-      // since it read the directory. Read it again and decide them; a
-      // re-run repeats nothing already repaired.
-      logger_.warn("pid {}: {} log record(s) do not match the table directory: reading it again", pid,
-                   report->skipped);
-      if (Status s = cluster_.load_directory(); !s) return s;
-      report = recover_logs(cluster_, conns, pid, rec.slot, logger_, crash_);
-    }
-    if (!report) return report.status();
-    rec.log_recovery_us = us_since(t);
-    rec.records = report->records;
-    rec.rolled_back = report->rolled_back;
-    rec.rolled_forward = report->rolled_forward;
-
-    // 4. Truncate its lanes (the slot may be leased again after this).
-    t = Clock::now();
-    if (Status s = truncate_lanes(cluster_, conns, pid, rec.slot, crash_); !s) return s;
-    rec.truncate_us = us_since(t);
-
-    // 5. Publish: the push to every compute node first, then the one
-    // synchronous ZooKeeper write. From the push on, survivors steal the
-    // pid's latches; that is safe already (its writes are fenced, its lanes
-    // hold nothing undecided), and a leader that dies before the write is
-    // replaced by one that re-runs every step and finds the lanes empty.
-    // ZooKeeper's failed-ids is what nodes that missed the (UDP) push, or
-    // join later, read.
-    cluster_.failed_ids().add(pid);
-    push_failed(pid);
-    t = Clock::now();
-    if (Status s = registry_.publish_failed(rec, record_exists); !s) return s;
-    rec.publish_us = us_since(t);
-
-    // 6. Post-publish sweep of the latches its logs name (optional: the
-    // rest are stolen by whoever meets them).
-    t = Clock::now();
-    auto swept = sweep_stray_latches(cluster_, conns, pid, report->latch_sites, crash_);
-    if (swept) rec.swept = *swept;
-    else logger_.warn("sweep of pid {}'s latches: {} (they will be stolen)", pid, swept.status().to_string());
-    rec.sweep_us = us_since(t);
+  // 3. Log recovery: repair, release nothing.
+  t = Clock::now();
+  const auto conns = cluster_.bootstrap_connections();
+  auto report = recover_logs(cluster_, conns, pid, rec.slot, logger_, crash_);
+  if (report && report->skipped > 0) {
+    // Records naming tables this leader's directory does not describe:
+    // the tables were created again (pandora-bench --load --replace)
+    // since it read the directory. Read it again and decide them; a
+    // re-run repeats nothing already repaired.
+    logger_.warn("pid {}: {} log record(s) do not match the table directory: reading it again", pid,
+                 report->skipped);
+    if (Status s = cluster_.load_directory(); !s) return s;
+    report = recover_logs(cluster_, conns, pid, rec.slot, logger_, crash_);
   }
+  if (!report) return report.status();
+  rec.log_recovery_us = us_since(t);
+  rec.records = report->records;
+  rec.rolled_back = report->rolled_back;
+  rec.rolled_forward = report->rolled_forward;
+  p.latch_sites = std::move(report->latch_sites);
 
-  // 7. Off the critical path: release the lane lease, mark done.
-  if (Status s = registry_.finish_recovery(rec); !s) return s;
-  rec.step = RecoveryStep::kDone;
+  // 4. Truncate its lanes (the slot may be leased again after this).
+  t = Clock::now();
+  if (Status s = truncate_lanes(cluster_, conns, pid, rec.slot, crash_); !s) return s;
+  rec.truncate_us = us_since(t);
+  return Status::ok();
+}
+
+Result<RecoveryRecord> RecoveryCoordinator::publish_and_finish(Pending& p) {
+  RecoveryRecord& rec = p.rec;
+  const uint16_t pid = rec.pid;
+  auto t = Clock::now();
+  if (Status s = registry_.publish_failed(rec, p.record_exists); !s) return s;
+  rec.publish_us = us_since(t);
+
+  // 6. Post-publish sweep of the latches its logs name (optional: the
+  // rest are stolen by whoever meets them).
+  t = Clock::now();
+  const auto conns = cluster_.bootstrap_connections();
+  auto swept = sweep_stray_latches(cluster_, conns, pid, p.latch_sites, crash_);
+  if (swept) rec.swept = *swept;
+  else logger_.warn("sweep of pid {}'s latches: {} (they will be stolen)", pid, swept.status().to_string());
+  rec.sweep_us = us_since(t);
+
+  auto done = finish(rec);
+  if (!done) return done.status();
   logger_.info("recovered pid {}: fence {} us, log recovery {} us ({} records, {} rolled back, {} rolled forward), "
                "truncate {} us, publish {} us, {} latches swept",
                pid, rec.fence_us, rec.log_recovery_us, rec.records, rec.rolled_back, rec.rolled_forward,
                rec.truncate_us, rec.publish_us, rec.swept);
+  return done;
+}
+
+Result<RecoveryRecord> RecoveryCoordinator::finish(RecoveryRecord rec) {
+  // 7. Off the critical path: release the lane lease, mark done.
+  if (Status s = registry_.finish_recovery(rec); !s) return s;
+  rec.step = RecoveryStep::kDone;
   return rec;
 }
 

@@ -67,6 +67,7 @@
 #include "compute/cluster.h"
 #include "compute/step_hook.h"
 #include "recovery/admin_sessions.h"
+#include "recovery/log_recovery.h"
 #include "recovery/registry.h"
 #include "recovery/replica_rebuild.h"
 
@@ -132,6 +133,25 @@ class RecoveryCoordinator {
   // only the pid's record from ZooKeeper before the data-plane steps.
   Result<RecoveryRecord> recover(uint16_t pid, uint64_t detected_ns, const MemberRecord* known = nullptr);
 
+  // Pids the detector found failed at the same time (a host that ran
+  // several compute processes died): every one is fenced, its logs
+  // recovered and its lanes truncated, then the survivors are pushed all of
+  // them in one datagram before the first ZooKeeper write, then each is
+  // published (one write each) and swept. Recovered one after another, the
+  // k-th pid's latches were stolen only after k - 1 full recoveries, each
+  // ending with a ZooKeeper write; together, after k repairs. The same
+  // steps as recover() for each pid, so a re-run after a failure anywhere is
+  // as safe: pids pushed before it are repaired, and one not published yet
+  // is still registered and detected again. ford clusters recover each pid
+  // in its own pause, as recover() does. One record per pid, in order
+  // (`together`: how many were pushed with it).
+  struct FailedPid {
+    uint16_t pid = 0;
+    uint64_t detected_ns = 0;
+    const MemberRecord* known = nullptr;  // as recover()'s
+  };
+  Result<std::vector<RecoveryRecord>> recover_together(std::span<const FailedPid> pids);
+
   // A memory node's fail-over (ARCHITECTURE.md 5; seed 4.3.2.5), protocol
   // pandora: the node leaves the configuration for good (the cluster
   // record's failed_memory, epoch + 1; this coordinator's cluster view
@@ -193,9 +213,24 @@ class RecoveryCoordinator {
   // each of `recs`, truncation, the latch scan, publication (steps and
   // timings filled in).
   Status repair_stopped_world(std::vector<RecoveryRecord>& recs, std::chrono::steady_clock::time_point pause_start);
-  // Steps 2..7. `record_exists`: the pid has a record (at started: a ford
-  // or retirement record, or one a former leader wrote).
-  Result<RecoveryRecord> recover_from_fence(uint16_t pid, RecoveryRecord rec, bool record_exists);
+  // One pid of recover_together() after step 1 (its record read).
+  struct Pending {
+    enum class Next : uint8_t { kNothing, kFinish, kStoppedWorld, kRepair };
+    Next next = Next::kRepair;
+    RecoveryRecord rec;
+    bool record_exists = false;  // the pid has a record (at started: a ford or retirement record, or one a former
+                                 // leader wrote)
+    std::vector<LatchSite> latch_sites;  // found by log recovery, swept after publishing
+  };
+  // Step 1: reads the pid's record (and, without `known`, its member
+  // record) and says what is left to do.
+  Result<Pending> prepare(const FailedPid& f);
+  // Steps 2..4: fence, log recovery, truncation.
+  Status repair(Pending& p);
+  // Steps 5 (the ZooKeeper write; the push was sent before) .. 7.
+  Result<RecoveryRecord> publish_and_finish(Pending& p);
+  // Step 7 alone: the lane lease released, the record marked done.
+  Result<RecoveryRecord> finish(RecoveryRecord rec);
   // Waits until every compute member has parked for pause `epoch`; one
   // that failed meanwhile (failed_now) or does not park within
   // park_timeout is recovered within the pause (ford: all of them together
@@ -217,13 +252,12 @@ class RecoveryCoordinator {
   Result<size_t> unfence_pids_that_may_log_in(const Endpoint& node, const std::vector<uint16_t>& failed);
   // Compute members that have not acknowledged pause `epoch`, but `except`.
   Result<std::vector<uint16_t>> not_parked(uint64_t epoch, const std::vector<uint16_t>& except);
-  // The authenticated push of a recovered pid to every compute node.
-  void push_failed(uint16_t pid);
+  // The authenticated push of recovered pids to every compute node.
+  void push_failed(std::span<const uint16_t> pids);
 
   FailedPusher push_;
   StepHook* crash_;
   AdminSessions admin_;
-  uint64_t pause_epoch_ = 0;
 };
 
 }  // namespace pandora

@@ -351,10 +351,10 @@ std::string encode_recovery_record(const RecoveryRecord& r) {
   return fmt::format(
       "pid={}\nstep={}\nslot={}\nleader_replica={}\ndetected_ns={}\nstart_record_us={}\nfence_us={}\n"
       "log_recovery_us={}\ntruncate_us={}\npublish_us={}\nsweep_us={}\nrecords={}\nrolled_back={}\n"
-      "rolled_forward={}\nswept={}\npause_us={}\nscan_us={}\n",
+      "rolled_forward={}\nswept={}\npause_us={}\nscan_us={}\ntogether={}\n",
       r.pid, recovery_step_name(r.step), slot_text(r.slot), r.leader_replica, r.detected_ns, r.start_record_us,
       r.fence_us, r.log_recovery_us, r.truncate_us, r.publish_us, r.sweep_us, r.records, r.rolled_back,
-      r.rolled_forward, r.swept, r.pause_us, r.scan_us);
+      r.rolled_forward, r.swept, r.pause_us, r.scan_us, r.together);
 }
 
 Result<RecoveryRecord> decode_recovery_record(std::string_view text) {
@@ -371,7 +371,8 @@ Result<RecoveryRecord> decode_recovery_record(std::string_view text) {
                                                  {"records", &r.records},
                                                  {"rolled_back", &r.rolled_back},
                                                  {"rolled_forward", &r.rolled_forward},
-                                                 {"swept", &r.swept}};
+                                                 {"swept", &r.swept},
+                                                 {"together", &r.together}};
   for (const auto& [k, v] : *f) {
     if (k == "pid") {
       auto x = parse_u64(v, k, 65535);

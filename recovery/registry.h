@@ -159,6 +159,9 @@ struct RecoveryRecord {
   // resuming them) and the latch scan inside it.
   uint64_t pause_us = 0, scan_us = 0;
   uint32_t records = 0, rolled_back = 0, rolled_forward = 0, swept = 0;
+  // Pids pushed to the survivors together with this one (itself included;
+  // RecoveryCoordinator::recover_together). Records without it: 1.
+  uint32_t together = 1;
 };
 
 struct Lease {

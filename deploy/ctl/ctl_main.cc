@@ -324,6 +324,7 @@ class Ctl {
                  x.fence_us, x.log_recovery_us, x.records, x.rolled_back, x.rolled_forward, x.truncate_us,
                  x.publish_us, x.sweep_us, x.swept);
       if (x.pause_us) fmt::print("           stop-the-world pause {} us (latch scan {} us)\n", x.pause_us, x.scan_us);
+      if (x.together > 1) fmt::print("           recovered together with {} other pid(s)\n", x.together - 1);
     }
     auto alloc = r.alloc();
     if (!alloc) return fail(alloc.status());

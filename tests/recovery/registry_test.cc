@@ -948,6 +948,93 @@ TEST_F(RegistryZkTest, SurvivorsAreToldBeforeAnyWaitedZooKeeperWrite) {
   EXPECT_FALSE(at.pushed);
 }
 
+// Pids found failed together (a host with several compute processes died)
+// are repaired one after another and pushed to the survivors in one
+// datagram before any ZooKeeper write: before, the k-th pid's latches were
+// stolen only after k - 1 full recoveries, each ending with a waited
+// ZooKeeper write. Each is then published and marked done as alone.
+TEST_F(RegistryZkTest, PidsFailedTogetherArePushedTogetherBeforeAnyZooKeeperWrite) {
+  DaemonCluster dc;
+  ASSERT_NO_FATAL_FAILURE(start_daemon_cluster("together", &dc));
+  auto leader = join(dc, MemberRole::kFd, 2);
+  ASSERT_TRUE(leader);
+  constexpr uint32_t kTable = 1;
+  const std::vector<TableSpec> tables = {TableSpec{.id = kTable, .name = "t", .value_size = 16, .expected_rows = 64}};
+  ASSERT_TRUE(create_tables(*leader, tables, CreateTablesOptions{}));
+  ASSERT_TRUE(leader->load_directory());
+  const std::vector<uint8_t> before(16, 0x55), after(16, 0x66);
+  constexpr uint64_t kKeys[2] = {9, 21};
+  std::vector<std::unique_ptr<Cluster>> nodes;
+  std::vector<uint16_t> pids;
+  std::vector<MemberRecord> known;
+  for (uint64_t key : kKeys) {
+    auto node = join(dc, MemberRole::kCompute, 2);
+    ASSERT_TRUE(node);
+    ASSERT_TRUE(node->load_directory());
+    ASSERT_NO_FATAL_FAILURE(load_and_die_mid_commit(*node, kTable, key, before, after));
+    pids.push_back(node->config().compute_id);
+    auto m = dc.reg->member(pids.back());
+    ASSERT_TRUE(m && *m);
+    known.push_back(**m);
+    nodes.push_back(std::move(node));
+  }
+
+  struct AtPush {
+    int pushes = 0;
+    std::vector<uint16_t> pids;
+    zk::ZkClientStats zk;
+    bool any_failed_listed = false;
+    std::vector<std::vector<uint8_t>> values;
+  } at;
+  const zk::ZkClientStats start = dc.reg->zk().stats();
+  RecoveryCoordinatorOptions ro;
+  ro.cluster_id = dc.record.cluster_id;
+  ro.secret = dc.base.secret;
+  ro.push_targets = [] { return std::vector<Endpoint>{Endpoint{"127.0.0.1", 9}}; };
+  auto push = [&](std::span<const Endpoint>, std::span<const uint16_t> pushed) {
+    ++at.pushes;
+    at.pids.assign(pushed.begin(), pushed.end());
+    at.zk = dc.reg->zk().stats();
+    if (auto f = dc.reg->failed()) at.any_failed_listed = !f->empty();
+    for (uint64_t key : kKeys) at.values.push_back(testing::raw_find(*leader, kTable, key, 0).value);
+  };
+  RecoveryCoordinator coord(*dc.reg, *leader, ro, log_, push);
+  const std::vector<RecoveryCoordinator::FailedPid> failed = {{pids[0], 1, &known[0]}, {pids[1], 1, &known[1]}};
+  auto done = coord.recover_together(failed);
+  ASSERT_TRUE(done) << done.status().to_string();
+
+  EXPECT_EQ(at.pushes, 1) << "one push for both";
+  EXPECT_EQ(at.pids, pids);
+  EXPECT_EQ(at.zk.writes_waited, start.writes_waited) << "a ZooKeeper write was waited for before the push";
+  EXPECT_FALSE(at.any_failed_listed) << "failed/<pid> written before the push";
+  ASSERT_EQ(at.values.size(), 2u);
+  EXPECT_EQ(at.values[0], before) << "pushed before the first pid's half-done commit was rolled back";
+  EXPECT_EQ(at.values[1], before) << "pushed before the second pid's half-done commit was rolled back";
+
+  ASSERT_EQ(done->size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const RecoveryRecord& r = (*done)[i];
+    EXPECT_EQ(r.pid, pids[i]);
+    EXPECT_EQ(r.step, RecoveryStep::kDone);
+    EXPECT_EQ(r.rolled_back, 1u);
+    EXPECT_EQ(r.together, 2u);
+    auto stored = dc.reg->recovery(pids[i]);
+    ASSERT_TRUE(stored && *stored);
+    EXPECT_EQ((*stored)->step, RecoveryStep::kDone);
+    EXPECT_EQ((*stored)->together, 2u) << "kept in the record";
+  }
+  // Each pid: its publish and its done, the only waited writes.
+  EXPECT_EQ(dc.reg->zk().stats().writes_waited - start.writes_waited, 4u);
+  auto listed = dc.reg->failed();
+  ASSERT_TRUE(listed);
+  for (uint16_t pid : pids) EXPECT_TRUE(std::binary_search(listed->begin(), listed->end(), pid)) << pid;
+  // Again (a stale report of both): nothing to do, nothing pushed.
+  at = AtPush{};
+  auto again = coord.recover_together(failed);
+  ASSERT_TRUE(again) << again.status().to_string();
+  EXPECT_EQ(at.pushes, 0);
+}
+
 // The publishing multi creates the recovery record, or sets the one a
 // start record left (ford, retirement); a wrong guess of the caller about
 // the record, or a member already gone, costs a retry, not an error;
