@@ -413,6 +413,34 @@ class RegistryZkTest : public ::testing::Test {
     EXPECT_TRUE(cl) << cl.status().to_string();
     return cl ? std::move(*cl) : nullptr;
   }
+  // A coordinator's options for `dc`, pushing to a fixed (dead) endpoint so
+  // that the push callback runs without members being read.
+  static RecoveryCoordinatorOptions pushing_coordinator_options(const DaemonCluster& dc) {
+    RecoveryCoordinatorOptions ro;
+    ro.cluster_id = dc.record.cluster_id;
+    ro.secret = dc.base.secret;
+    ro.push_targets = [] { return std::vector<Endpoint>{Endpoint{"127.0.0.1", 9}}; };
+    return ro;
+  }
+  // A daemon cluster and its FD leader's data plane (a kFd member), which
+  // created table 1 ("t", 16-byte values) and read the directory; null
+  // (and a test failure) when a step fails.
+  std::unique_ptr<Cluster> leader_with_one_table(std::string_view name, DaemonCluster* dc) {
+    start_daemon_cluster(name, dc);
+    if (::testing::Test::HasFatalFailure()) return nullptr;
+    auto leader = join(*dc, MemberRole::kFd, 2);
+    if (!leader) return nullptr;
+    const std::vector<TableSpec> tables = {TableSpec{.id = 1, .name = "t", .value_size = 16, .expected_rows = 64}};
+    if (Status s = create_tables(*leader, tables, CreateTablesOptions{}); !s) {
+      ADD_FAILURE() << s.to_string();
+      return nullptr;
+    }
+    if (Status s = leader->load_directory(); !s) {
+      ADD_FAILURE() << s.to_string();
+      return nullptr;
+    }
+    return leader;
+  }
   // Loads key `key` of `table` with `before`, then leaves what `node`
   // leaves when it dies in a commit of `after` to it: latched on its
   // primary by a transaction of its own, the log record written to every
@@ -877,13 +905,9 @@ TEST_F(RegistryZkTest, RecoveryReadsTheDirectoryAgainForTablesCreatedSinceItsLea
 // waited-for write then publishes, and the record ends at done.
 TEST_F(RegistryZkTest, SurvivorsAreToldBeforeAnyWaitedZooKeeperWrite) {
   DaemonCluster dc;
-  ASSERT_NO_FATAL_FAILURE(start_daemon_cluster("pushfirst", &dc));
-  auto leader = join(dc, MemberRole::kFd, 2);
+  auto leader = leader_with_one_table("pushfirst", &dc);
   ASSERT_TRUE(leader);
   constexpr uint32_t kTable = 1;
-  const std::vector<TableSpec> tables = {TableSpec{.id = kTable, .name = "t", .value_size = 16, .expected_rows = 64}};
-  ASSERT_TRUE(create_tables(*leader, tables, CreateTablesOptions{}));
-  ASSERT_TRUE(leader->load_directory());
   auto node = join(dc, MemberRole::kCompute, 2);
   ASSERT_TRUE(node);
   ASSERT_TRUE(node->load_directory());
@@ -902,10 +926,7 @@ TEST_F(RegistryZkTest, SurvivorsAreToldBeforeAnyWaitedZooKeeperWrite) {
     std::vector<uint8_t> value;
   } at;
   const zk::ZkClientStats start = dc.reg->zk().stats();
-  RecoveryCoordinatorOptions ro;
-  ro.cluster_id = dc.record.cluster_id;
-  ro.secret = dc.base.secret;
-  ro.push_targets = [] { return std::vector<Endpoint>{Endpoint{"127.0.0.1", 9}}; };
+  RecoveryCoordinatorOptions ro = pushing_coordinator_options(dc);
   auto push = [&](std::span<const Endpoint>, std::span<const uint16_t> pids) {
     at.pushed = true;
     at.pids.assign(pids.begin(), pids.end());
@@ -955,13 +976,9 @@ TEST_F(RegistryZkTest, SurvivorsAreToldBeforeAnyWaitedZooKeeperWrite) {
 // ZooKeeper write. Each is then published and marked done as alone.
 TEST_F(RegistryZkTest, PidsFailedTogetherArePushedTogetherBeforeAnyZooKeeperWrite) {
   DaemonCluster dc;
-  ASSERT_NO_FATAL_FAILURE(start_daemon_cluster("together", &dc));
-  auto leader = join(dc, MemberRole::kFd, 2);
+  auto leader = leader_with_one_table("together", &dc);
   ASSERT_TRUE(leader);
   constexpr uint32_t kTable = 1;
-  const std::vector<TableSpec> tables = {TableSpec{.id = kTable, .name = "t", .value_size = 16, .expected_rows = 64}};
-  ASSERT_TRUE(create_tables(*leader, tables, CreateTablesOptions{}));
-  ASSERT_TRUE(leader->load_directory());
   const std::vector<uint8_t> before(16, 0x55), after(16, 0x66);
   constexpr uint64_t kKeys[2] = {9, 21};
   std::vector<std::unique_ptr<Cluster>> nodes;
@@ -987,10 +1004,7 @@ TEST_F(RegistryZkTest, PidsFailedTogetherArePushedTogetherBeforeAnyZooKeeperWrit
     std::vector<std::vector<uint8_t>> values;
   } at;
   const zk::ZkClientStats start = dc.reg->zk().stats();
-  RecoveryCoordinatorOptions ro;
-  ro.cluster_id = dc.record.cluster_id;
-  ro.secret = dc.base.secret;
-  ro.push_targets = [] { return std::vector<Endpoint>{Endpoint{"127.0.0.1", 9}}; };
+  RecoveryCoordinatorOptions ro = pushing_coordinator_options(dc);
   auto push = [&](std::span<const Endpoint>, std::span<const uint16_t> pushed) {
     ++at.pushes;
     at.pids.assign(pushed.begin(), pushed.end());
