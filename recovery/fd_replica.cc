@@ -444,7 +444,17 @@ class Replica {
     // survivors in one go, before their ZooKeeper writes).
     std::vector<uint16_t> pids;
     std::vector<uint64_t> detected;
-    for (const fd::FailedNode& f : detector_->wait_failed(std::chrono::milliseconds(20))) {
+    std::vector<fd::FailedNode> failed = detector_->wait_failed(std::chrono::milliseconds(20));
+    if (std::any_of(failed.begin(), failed.end(), [](const fd::FailedNode& f) {
+          return f.kind == wire::SenderKind::kCompute;
+        })) {
+      // Processes of one host die at once but cross the timeout up to a
+      // heartbeat interval (1 ms) apart: wait that long for the stragglers
+      // of a failure, never for a live node (Detector::gather_failed).
+      failed = detector_->gather_failed(std::min<std::chrono::microseconds>(std::chrono::microseconds(2000),
+                                                                            o_.timeout / 2));
+    }
+    for (const fd::FailedNode& f : failed) {
       if (f.kind != wire::SenderKind::kCompute) {
         log_.info("memory node {} missed by a majority of replicas: failing it over", f.id);
         if (Status s = lead_->coordinator->fail_over_memory_node(f.id); !s) {

@@ -157,6 +157,26 @@ std::vector<FailedNode> Detector::wait_failed(std::chrono::milliseconds max_wait
   return out;
 }
 
+std::vector<FailedNode> Detector::gather_failed(std::chrono::microseconds window) {
+  const uint64_t window_ns = ns_of(window);
+  const uint64_t deadline = monotonic_ns() + window_ns;
+  std::unique_lock lock(mu_);
+  for (;;) {
+    const uint64_t now = monotonic_ns();
+    bool pending = false;
+    for (const NodeKey& k : monitor_.suspected_within(now, window_ns, wire::SenderKind::kCompute)) {
+      if (!failed_.contains(k)) pending = true;
+    }
+    if (!pending || now >= deadline || stopping_.load()) break;
+    // Woken by the next failure latched; a tick at most otherwise.
+    failed_cv_.wait_for(lock, std::chrono::nanoseconds(std::min(deadline - now, ns_of(options_.tick))));
+  }
+  std::vector<FailedNode> out;
+  out.reserve(failed_.size());
+  for (const auto& [key, node] : failed_) out.push_back(node);
+  return out;
+}
+
 DetectorStats Detector::stats() const {
   DetectorStats s;
   {

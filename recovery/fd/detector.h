@@ -144,6 +144,16 @@ class Detector {
   // the caller unwatches it once handled). Empty on timeout.
   std::vector<FailedNode> wait_failed(std::chrono::milliseconds max_wait);
 
+  // After wait_failed() returned a compute node: the compute nodes that
+  // stopped within `window` of it - silent here long enough to be
+  // suspected within `window` - are waited for, at most `window`, so the
+  // caller recovers them together (one host's processes die at once, but
+  // cross the timeout up to a heartbeat interval apart). Live nodes are
+  // heard every heartbeat interval, so with `window` above that interval
+  // and below the timeout, a lone failure waits for nothing. Returns what
+  // wait_failed(0) would then.
+  std::vector<FailedNode> gather_failed(std::chrono::microseconds window);
+
   // Sends authenticated FailedPush messages from this replica carrying
   // `pids` (split over several datagrams when needed) to every endpoint of
   // `to` (compute nodes' push listeners). Best effort, as UDP is: the

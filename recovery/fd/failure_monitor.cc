@@ -38,6 +38,14 @@ std::vector<NodeKey> FailureMonitor::local_suspects(uint64_t now) const {
   return out;
 }
 
+std::vector<NodeKey> FailureMonitor::suspected_within(uint64_t now, uint64_t within_ns, wire::SenderKind kind) const {
+  std::vector<NodeKey> out;
+  for (const auto& [key, last] : watched_) {
+    if (key.kind == kind && suspected_here(key, last, now + within_ns)) out.push_back(key);
+  }
+  return out;
+}
+
 uint64_t FailureMonitor::next_suspicion(uint64_t now) const {
   uint64_t next = UINT64_MAX;
   for (const auto& [key, last] : watched_) {

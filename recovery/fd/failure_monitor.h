@@ -66,6 +66,9 @@ class FailureMonitor {
 
   // Watched nodes not heard for more than the timeout, in key order.
   std::vector<NodeKey> local_suspects(uint64_t now) const;
+  // Watched nodes of `kind` that will be suspected within `within_ns`
+  // unless heard again (suspected already included), in key order.
+  std::vector<NodeKey> suspected_within(uint64_t now, uint64_t within_ns, wire::SenderKind kind) const;
 
   // The earliest time after `now` at which a watched node not suspected at
   // `now` becomes suspected unless heard again (UINT64_MAX: none). Lets the

@@ -377,6 +377,30 @@ TEST(Detector, HeartbeatsOfUnwatchedNodesAreCountedAndDropped) {
 // The sending thread asks for its own nice value: a lower priority (5) is
 // open to anyone, a higher one (-10) needs CAP_SYS_NICE; the rest of the
 // process keeps its priority either way; a value outside -20..19 is refused.
+// Compute nodes that stop together cross the timeout apart (by up to a
+// heartbeat interval, here 20 ms on purpose): after the first failure,
+// gather_failed waits for the other stopping node, so the leader recovers
+// both in one batch, and never for a live one.
+TEST(Detector, GatheringWaitsForNodesThatStoppedWithTheFailedOneOnly) {
+  Replicas r(3, 200'000us);
+  for (uint32_t id : {1u, 2u, 3u}) r.watch(SenderKind::kCompute, id);
+  auto first = sender(SenderKind::kCompute, 1, r.endpoints());
+  auto second = sender(SenderKind::kCompute, 2, r.endpoints());
+  auto live = sender(SenderKind::kCompute, 3, r.endpoints());
+  ASSERT_TRUE(eventually([&] { return r.at(1).stats().heartbeats >= 30; }));
+  first.reset();
+  std::this_thread::sleep_for(20ms);
+  second.reset();
+  std::vector<FailedNode> f = r.at(1).wait_failed(5000ms);
+  ASSERT_TRUE(contains(f, SenderKind::kCompute, 1));
+  // Usually node 2 is not failed yet (it stopped 20 ms later); either way
+  // gathering returns both, and not the live one.
+  f = r.at(1).gather_failed(100'000us);
+  EXPECT_TRUE(contains(f, SenderKind::kCompute, 1));
+  EXPECT_TRUE(contains(f, SenderKind::kCompute, 2)) << "the node that stopped 20 ms later was not waited for";
+  EXPECT_FALSE(contains(f, SenderKind::kCompute, 3)) << "a live node reported failed";
+}
+
 // An operator's StatsQuery (pandora-ctl stats): each replica answers with
 // its own counters and state - who it watches, what it heard, whether it
 // leads, which cluster record it follows - and only to an authentic query
