@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Several compute nodes dying at once (a host that ran several compute
+# processes): per round, a fresh local cluster (2 memory daemons, ZooKeeper,
+# 3 pandora-fd replicas) runs VICTIMS + 1 SmallBank processes, SIGKILLs the
+# victims at once, and measures from the leader's first detection to the
+# surviving process holding every victim's pid (its push announcements),
+# and to the last recovery marked done. Prints each round and the medians.
+# --fd-b runs every round again with another pandora-fd (A B A B), e.g. one
+# built at an older commit, and prints the pair ratios.
+#
+#   bash deploy/failover/correlated_failures.sh [--rounds 5] [--victims 3] [--fd-b OLD/pandora-fd]
+set -euo pipefail
+
+script_dir="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
+root="$(cd -- "$script_dir/../.." && pwd -P)"
+
+usage() {
+  cat <<USAGE
+Usage: bash deploy/failover/correlated_failures.sh [options]
+
+Options:
+  --rounds N          rounds (pairs with --fd-b)                           [5]
+  --victims K         processes SIGKILLed at once (one more survives)      [3]
+  --build DIR         Release build with the binaries                      [build/release]
+  --fd-b PATH         a second pandora-fd to compare with (run A B A B)
+  --fd-timeout-us US  the detector's timeout                               [50000]
+  --out DIR           per-round logs of failed rounds, summary.txt [/tmp/pandora-correlated-failures]
+  -h, --help          this help
+USAGE
+}
+
+die() { echo "correlated_failures.sh: error: $*" >&2; exit 1; }
+
+rounds=5
+victims=3
+build="$root/build/release"
+fd_b=""
+fd_timeout_us=50000
+out="/tmp/pandora-correlated-failures"
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --rounds) rounds="${2:?--rounds needs a value}"; shift 2 ;;
+    --victims) victims="${2:?--victims needs a value}"; shift 2 ;;
+    --build) build="${2:?--build needs a value}"; shift 2 ;;
+    --fd-b) fd_b="${2:?--fd-b needs a value}"; shift 2 ;;
+    --fd-timeout-us) fd_timeout_us="${2:?--fd-timeout-us needs a value}"; shift 2 ;;
+    --out) out="${2:?--out needs a value}"; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) usage >&2; die "unknown option '$1'" ;;
+  esac
+done
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer, got '$rounds'"
+[[ "$victims" =~ ^[1-9][0-9]?$ ]] || die "--victims must be 1..99, got '$victims'"
+[[ "$fd_timeout_us" =~ ^[1-9][0-9]*$ ]] || die "--fd-timeout-us must be a positive integer, got '$fd_timeout_us'"
+memd="$build/memory/pandora-memd" bench="$build/workloads/bench/pandora-bench"
+ctl="$build/deploy/pandora-ctl" fd_a="$build/recovery/pandora-fd"
+for b in "$memd" "$bench" "$ctl" "$fd_a" ${fd_b:+"$fd_b"}; do
+  [[ -x "$b" ]] || die "$b not found (bash deploy/setup.sh release builds it)"
+done
+command -v python3 >/dev/null 2>&1 || die "python3 not found"
+# shellcheck source=deploy/lib/private_dir.sh
+source "$script_dir/../lib/private_dir.sh"
+private_dir "$out" "output directory" || exit 2
+out="$(cd -- "$out" && pwd -P)"
+export PMEM_IS_PMEM_FORCE=1
+
+work=""
+bench_pids=()
+cleanup() {
+  local p
+  for p in ${bench_pids[@]+"${bench_pids[@]}"}; do kill -9 "$p" 2>/dev/null || true; done
+  if [[ -n "$work" && -d "$work/c" ]]; then bash "$root/deploy/local/cluster.sh" stop --dir "$work/c" >/dev/null 2>&1 || true; fi
+  [[ -z "$work" ]] || rm -rf -- "$work"
+}
+trap cleanup EXIT
+
+# round FD: one round with that pandora-fd; prints "TOLD_MS DONE_MS" or
+# "incomplete". Runs in this shell (not in a command substitution), so an
+# interrupted run's trap stops what the round started.
+round() {
+  local fd="$1" i n
+  work="$(mktemp -d "${TMPDIR:-/tmp}/pandora-correlated.XXXXXX")"
+  bench_pids=()
+  bash "$root/deploy/local/cluster.sh" start --dir "$work/c" --nodes 2 --zookeeper --memd "$memd" --ctl "$ctl" \
+    >"$work/start.log" 2>&1 || { cat "$work/start.log" >&2; die "the cluster did not start"; }
+  local c=(--zookeeper "$(cat "$work/c/zk_connect")" --zk-root "$(cat "$work/c/zk_root")"
+           --cluster-id "$(cat "$work/c/cluster_id")" --secret-file "$work/c/secret")
+  "$bench" "${c[@]}" --workload smallbank --accounts 10000 --load --seconds 0 >"$work/load.log" 2>&1 ||
+    { tail -n 20 "$work/load.log" >&2; die "loading failed"; }
+  bash "$root/deploy/local/cluster.sh" start-fd --dir "$work/c" --fd-replicas 3 --fd "$fd" \
+    --fd-timeout-us "$fd_timeout_us" >"$work/fd.log" 2>&1 || { cat "$work/fd.log" >&2; die "the detector did not start"; }
+  for ((i = 0; i <= victims; i++)); do
+    "$bench" "${c[@]}" --workload smallbank --accounts 10000 --seconds 120 --threads 1 --coordinators 4 --no-check \
+      --log-level info >"$work/b$i.log" 2>&1 &
+    bench_pids+=($!)
+    disown "$!"  # no "Killed" line from bash for the victims
+  done
+  local deadline=$((SECONDS + 60))
+  for ((i = 0; i <= victims; i++)); do
+    until grep -q "commits so far" "$work/b$i.log" 2>/dev/null; do
+      [[ $SECONDS -lt $deadline ]] || die "bench $i did not commit within 60 s (log: $work/b$i.log)"
+      sleep 0.2
+    done
+  done
+  sleep 1
+  kill -9 "${bench_pids[@]:1}"
+  # Until the survivor was told every victim and the leader marked them done.
+  deadline=$((SECONDS + 30))
+  while :; do
+    n="$(sed -n 's/.*announced \([0-9]*\) recovered pid.*/\1/p' "$work/b0.log" | awk '{s += $1} END {print s + 0}')"
+    local done_n
+    done_n="$(cat "$work/c"/fd*.log | grep -c "recovered pid" || true)"
+    [[ "$n" -lt "$victims" || "$done_n" -lt "$victims" ]] || break
+    [[ $SECONDS -lt $deadline ]] || break
+    sleep 0.1
+  done
+  python3 - "$work" "$victims" <<'PY' || true
+import datetime, glob, re, sys
+d, k = sys.argv[1], int(sys.argv[2])
+def ts(line):
+    m = re.match(r'(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z', line)
+    return datetime.datetime.fromisoformat(m.group(1)).timestamp() if m else None
+fd = [l for f in glob.glob(d + '/c/fd*.log') for l in open(f, errors='replace')]
+det = [t for t in (ts(l) for l in fd if re.search(r'pid \d+ missed by a majority', l)) if t]
+done = [t for t in (ts(l) for l in fd if 'recovered pid' in l) if t]
+told, n = None, 0
+for l in open(d + '/b0.log', errors='replace'):
+    m = re.search(r'announced (\d+) recovered pid', l)
+    if m:
+        n += int(m.group(1))
+        if n >= k and told is None:
+            told = ts(l)
+if not det or told is None or len(done) < k:
+    print('incomplete')
+else:
+    print(f'{1000 * (told - min(det)):.1f} {1000 * (max(done) - min(det)):.1f}')
+PY
+  kill -9 "${bench_pids[0]}" 2>/dev/null || true
+  bench_pids=()
+  bash "$root/deploy/local/cluster.sh" stop --dir "$work/c" >/dev/null 2>&1 || true
+  rm -rf -- "$work"
+  work=""
+}
+
+: >"$out/rounds.txt"
+for ((r = 1; r <= rounds; r++)); do
+  for variant in a b; do
+    [[ "$variant" == a || -n "$fd_b" ]] || continue
+    fd="$fd_a"
+    [[ "$variant" == a ]] || fd="$fd_b"
+    round "$fd" >"$out/round.out"
+    echo "round $r $variant: $(cat "$out/round.out")" | tee -a "$out/rounds.txt"
+  done
+done
+
+python3 - "$out/rounds.txt" "$victims" <<'PY' | tee "$out/summary.txt"
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    head, _, rest = line.partition(': ')
+    _, r, v = head.split()
+    vals = rest.split()
+    if len(vals) == 2:
+        rows.setdefault(v, {})[int(r)] = tuple(map(float, vals))
+k = sys.argv[2]
+for v, name in (('a', 'pandora-fd (A)'), ('b', 'pandora-fd (B, --fd-b)')):
+    if v not in rows:
+        continue
+    told = [x[0] for x in rows[v].values()]
+    done = [x[1] for x in rows[v].values()]
+    print(f'{name}: {len(told)} rounds; first detection -> survivor told all {k} pids: median {statistics.median(told):.1f} ms '
+          f'[{min(told):.1f}..{max(told):.1f}]; -> last recovery done: median {statistics.median(done):.1f} ms')
+if 'a' in rows and 'b' in rows:
+    ratios = [rows['b'][r][0] / rows['a'][r][0] for r in rows['a'] if r in rows['b'] and rows['a'][r][0] > 0]
+    if ratios:
+        print(f'pair ratios B/A (told): median {statistics.median(ratios):.2f}x [{min(ratios):.2f}..{max(ratios):.2f}]')
+PY
