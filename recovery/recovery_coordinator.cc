@@ -131,7 +131,17 @@ Result<std::vector<RecoveryRecord>> RecoveryCoordinator::recover_together(std::s
     switch (p.next) {
       case Pending::Next::kNothing: r = p.rec; break;
       case Pending::Next::kFinish: r = finish(p.rec); break;
-      case Pending::Next::kStoppedWorld: r = recover_stopped_world(p.rec.pid, p.rec); break;
+      case Pending::Next::kStoppedWorld: {
+        // An earlier pid's pause may have recovered this one (ford recovers
+        // the nodes that fail during a pause in that pause): read again,
+        // rather than stop the world twice.
+        auto again = prepare(FailedPid{p.rec.pid, p.rec.detected_ns, nullptr});
+        if (!again) return again.status();
+        if (again->next == Pending::Next::kNothing) r = again->rec;
+        else if (again->next == Pending::Next::kFinish) r = finish(again->rec);
+        else r = recover_stopped_world(again->rec.pid, again->rec);
+        break;
+      }
       case Pending::Next::kRepair:
         p.rec.together = static_cast<uint32_t>(repaired.size());
         r = publish_and_finish(p);
