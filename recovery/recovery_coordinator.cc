@@ -121,8 +121,22 @@ Result<std::vector<RecoveryRecord>> RecoveryCoordinator::recover_together(std::s
     for (uint16_t pid : repaired) cluster_.failed_ids().add(pid);
     push_failed(repaired);
     if (repaired.size() > 1) {
-      logger_.info("{} pids pushed to the survivors together, before their ZooKeeper writes", repaired.size());
+      logger_.info("{} pids pushed to the survivors together, before their ZooKeeper write", repaired.size());
     }
+  }
+  // Several: their publishing writes as one multi.
+  const bool publish_together = repaired.size() > 1;
+  uint64_t together_us = 0;
+  if (publish_together) {
+    std::vector<Registry::ToPublish> batch;
+    for (Pending& p : pending) {
+      if (p.next != Pending::Next::kRepair) continue;
+      p.rec.together = static_cast<uint32_t>(repaired.size());
+      batch.push_back(Registry::ToPublish{p.rec, p.record_exists});
+    }
+    const auto t = Clock::now();
+    if (Status s = registry_.publish_failed_together(batch); !s) return s;
+    together_us = us_since(t);
   }
   std::vector<RecoveryRecord> out;
   out.reserve(pending.size());
@@ -144,7 +158,8 @@ Result<std::vector<RecoveryRecord>> RecoveryCoordinator::recover_together(std::s
       }
       case Pending::Next::kRepair:
         p.rec.together = static_cast<uint32_t>(repaired.size());
-        r = publish_and_finish(p);
+        if (publish_together) p.rec.publish_us = together_us;
+        r = publish_and_finish(p, /*publish=*/!publish_together);
         break;
     }
     if (!r) return r.status();
@@ -263,12 +278,14 @@ Status RecoveryCoordinator::repair(Pending& p) {
   return Status::ok();
 }
 
-Result<RecoveryRecord> RecoveryCoordinator::publish_and_finish(Pending& p) {
+Result<RecoveryRecord> RecoveryCoordinator::publish_and_finish(Pending& p, bool publish) {
   RecoveryRecord& rec = p.rec;
   const uint16_t pid = rec.pid;
   auto t = Clock::now();
-  if (Status s = registry_.publish_failed(rec, p.record_exists); !s) return s;
-  rec.publish_us = us_since(t);
+  if (publish) {
+    if (Status s = registry_.publish_failed(rec, p.record_exists); !s) return s;
+    rec.publish_us = us_since(t);
+  }
 
   // 6. Post-publish sweep of the latches its logs name (optional: the
   // rest are stolen by whoever meets them).

@@ -136,13 +136,14 @@ class RecoveryCoordinator {
   // Pids the detector found failed at the same time (a host that ran
   // several compute processes died): every one is fenced, its logs
   // recovered and its lanes truncated, then the survivors are pushed all of
-  // them in one datagram before the first ZooKeeper write, then each is
-  // published (one write each) and swept. Recovered one after another, the
+  // them in one datagram before the first ZooKeeper write, then all are
+  // published (one multi) and each is swept. Recovered one after another, the
   // k-th pid's latches were stolen only after k - 1 full recoveries, each
   // ending with a ZooKeeper write; together, after k repairs. The same
-  // steps as recover() for each pid, so a re-run after a failure anywhere is
-  // as safe: pids pushed before it are repaired, and one not published yet
-  // is still registered and detected again. ford clusters recover each pid
+  // steps as recover() for each pid (their writes as one multi), so a
+  // re-run after a failure anywhere is as safe: pids pushed before it are
+  // repaired, and one not published yet is still registered and detected
+  // again. ford clusters recover each pid
   // in its own pause, as recover() does. One record per pid, in order
   // (`together`: how many were pushed with it).
   struct FailedPid {
@@ -227,8 +228,9 @@ class RecoveryCoordinator {
   Result<Pending> prepare(const FailedPid& f);
   // Steps 2..4: fence, log recovery, truncation.
   Status repair(Pending& p);
-  // Steps 5 (the ZooKeeper write; the push was sent before) .. 7.
-  Result<RecoveryRecord> publish_and_finish(Pending& p);
+  // Steps 5 (the ZooKeeper write, unless `publish` is false: written with
+  // its batch; the push was sent before) .. 7.
+  Result<RecoveryRecord> publish_and_finish(Pending& p, bool publish);
   // Step 7 alone: the lane lease released, the record marked done.
   Result<RecoveryRecord> finish(RecoveryRecord rec);
   // Waits until every compute member has parked for pause `epoch`; one

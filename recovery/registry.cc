@@ -971,6 +971,27 @@ Status Registry::publish_failed(const RecoveryRecord& r, bool record_exists) {
   return s;
 }
 
+Status Registry::publish_failed_together(std::span<const ToPublish> pids) {
+  std::vector<Op> ops;
+  const std::string now = fmt::format("published_ns={}\n", now_realtime_ns());
+  for (const ToPublish& p : pids) {
+    RecoveryRecord published = p.record;
+    published.step = RecoveryStep::kPublished;
+    const std::string record_path = path(fmt::format("recoveries/{}", p.record.pid));
+    const std::string data = encode_recovery_record(published);
+    ops.push_back(Op::create(path(fmt::format("failed/{}", p.record.pid)), now));
+    ops.push_back(p.record_exists ? Op::set(record_path, data) : Op::create(record_path, data));
+    ops.push_back(Op::remove(path(fmt::format("compute/{}", p.record.pid))));
+  }
+  Status s = zk_->multi(ops);
+  if (s || (s.code() != Errc::kAlreadyExists && s.code() != Errc::kNotFound)) return s;
+  // Some pid is not as expected (and nothing was written): one at a time.
+  for (const ToPublish& p : pids) {
+    if (Status one = publish_failed(p.record, p.record_exists); !one) return one;
+  }
+  return Status::ok();
+}
+
 Status Registry::finish_recovery(const RecoveryRecord& r) {
   for (int attempt = 0; attempt < 100; ++attempt) {
     auto node = zk_->get(path("alloc"));

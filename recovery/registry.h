@@ -289,6 +289,16 @@ class Registry {
   // caller's expectation is read only after a multi fails on it. Ok when
   // already published (a re-run).
   Status publish_failed(const RecoveryRecord& r, bool record_exists = true);
+  // Several pids' publishing writes as one multi, when every pid is as the
+  // caller expects (its record there or not as `record_exists` says, its
+  // member node there); otherwise (one published already, a member gone)
+  // each pid through publish_failed(), which sorts that out. Ok when all
+  // are published.
+  struct ToPublish {
+    RecoveryRecord record;
+    bool record_exists = false;
+  };
+  Status publish_failed_together(std::span<const ToPublish> pids);
   // Off the critical path: drops the pid's lane lease and marks the record kDone.
   Status finish_recovery(const RecoveryRecord& r);
   Result<AllocRecord> alloc();
