@@ -167,6 +167,9 @@ recorded_pid() { [[ -s "$dir/postgres.pid" ]] && tr -d '[:space:]' <"$dir/postgr
 start() {
   ensure_binaries || exit 1
   private_dir "$dir" "PostgreSQL directory" || exit 2
+  # The server's user (another one when run as root) must enter it; nobody
+  # else may write it (its data and socket directories are 700).
+  chmod 755 "$dir"
   dir="$(cd -- "$dir" && pwd -P)"
   local pid
   pid="$(recorded_pid || true)"
