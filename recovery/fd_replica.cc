@@ -485,7 +485,10 @@ class Replica {
       for (size_t i = 0; i < pids.size(); ++i) batch.push_back({pids[i], detected[i], known[i] ? &*known[i] : nullptr});
       auto recs = lead_->coordinator->recover_together(batch);
       if (!recs) {
-        log_.warn("recovery of pid(s) {}: {} (will retry)", fmt::join(pids, ", "), recs.status().to_string());
+        // "recovery of pid N: ..." (operators and tests look for it), or of
+        // the batch.
+        log_.warn("recovery of {} {}: {} (will retry)", pids.size() == 1 ? "pid" : "pids", fmt::join(pids, ", "),
+                  recs.status().to_string());
         // The retry goes through resume(), which finishes every record not
         // done, not only through the detector: a publish that committed
         // although ZooKeeper reported a lost connection removed the pid's
