@@ -972,6 +972,15 @@ Status Registry::publish_failed(const RecoveryRecord& r, bool record_exists) {
 }
 
 Status Registry::publish_failed_together(std::span<const ToPublish> pids) {
+  // A multi is one ZooKeeper request, bounded by the server's jute.maxbuffer
+  // (1 MB); 128 pids' three nodes stay far below it.
+  constexpr size_t kPerMulti = 128;
+  if (pids.size() > kPerMulti) {
+    for (size_t at = 0; at < pids.size(); at += kPerMulti) {
+      if (Status s = publish_failed_together(pids.subspan(at, std::min(kPerMulti, pids.size() - at))); !s) return s;
+    }
+    return Status::ok();
+  }
   std::vector<Op> ops;
   const std::string now = fmt::format("published_ns={}\n", now_realtime_ns());
   for (const ToPublish& p : pids) {

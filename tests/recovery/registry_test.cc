@@ -1090,6 +1090,36 @@ TEST_F(RegistryZkTest, PublishingTogetherFallsBackToOneByOneWhenAPidIsNotAsExpec
   EXPECT_TRUE(rg.publish_failed_together(batch));
 }
 
+// A batch beyond one multi's share (128 pids; a multi is one request,
+// bounded by ZooKeeper's 1 MB jute.maxbuffer) is published in several.
+TEST_F(RegistryZkTest, PublishingManyPidsTogetherPublishesEveryOne) {
+  const ClusterRecord c = one_node_cluster(0x5353, 512);
+  ASSERT_TRUE(Registry::init(zk_options(), root("publish-many"), c, log_));
+  auto reg = Registry::open(zk_options(), root("publish-many"), c.cluster_id, log_);
+  ASSERT_TRUE(reg) << reg.status().to_string();
+  Registry& rg = **reg;
+  std::vector<Registry::ToPublish> batch;
+  std::vector<uint16_t> pids;
+  for (int i = 0; i < 300; ++i) {
+    auto m = rg.register_member(MemberRecord{.role = MemberRole::kCompute}, 1);
+    ASSERT_TRUE(m) << m.status().to_string();
+    pids.push_back(m->pid);
+    RecoveryRecord r;
+    r.pid = m->pid;
+    r.together = 300;
+    batch.push_back({r, false});
+  }
+  const uint64_t writes = rg.zk().stats().writes_waited;
+  ASSERT_TRUE(rg.publish_failed_together(batch));
+  EXPECT_EQ(rg.zk().stats().writes_waited - writes, 3u) << "300 pids: multis of 128, 128 and 44";
+  auto failed = rg.failed();
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(*failed, pids);
+  auto members = rg.members();
+  ASSERT_TRUE(members);
+  EXPECT_TRUE(members->empty()) << members->size() << " member nodes left behind";
+}
+
 // The publishing multi creates the recovery record, or sets the one a
 // start record left (ford, retirement); a wrong guess of the caller about
 // the record, or a member already gone, costs a retry, not an error;
