@@ -4,6 +4,8 @@
 // lifetimes on a default-sized log area (pids retire, lane slots come back).
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -1047,6 +1049,69 @@ TEST_F(RegistryZkTest, PidsFailedTogetherArePushedTogetherBeforeAnyZooKeeperWrit
   auto again = coord.recover_together(failed);
   ASSERT_TRUE(again) << again.status().to_string();
   EXPECT_EQ(at.pushes, 0);
+}
+
+// A leader that dies between a batch's push and its ZooKeeper write (the
+// survivors may already steal the pids' latches) is replaced by one that
+// re-runs the batch from the top: the lanes are empty by then, so nothing
+// is decided twice, and the one multi publishes both. The dying leader is
+// played by a push callback that throws.
+TEST_F(RegistryZkTest, ABatchCutShortAfterItsPushIsFinishedByTheNextLeader) {
+  DaemonCluster dc;
+  auto leader = leader_with_one_table("batch-cut", &dc);
+  ASSERT_TRUE(leader);
+  constexpr uint32_t kTable = 1;
+  const std::vector<uint8_t> before(16, 0x77), after(16, 0x88);
+  constexpr uint64_t kKeys[2] = {9, 21};
+  std::vector<std::unique_ptr<Cluster>> nodes;
+  std::vector<uint16_t> pids;
+  std::vector<MemberRecord> known;
+  for (uint64_t key : kKeys) {
+    auto node = join(dc, MemberRole::kCompute, 2);
+    ASSERT_TRUE(node);
+    ASSERT_TRUE(node->load_directory());
+    ASSERT_NO_FATAL_FAILURE(load_and_die_mid_commit(*node, kTable, key, before, after));
+    pids.push_back(node->config().compute_id);
+    auto m = dc.reg->member(pids.back());
+    ASSERT_TRUE(m && *m);
+    known.push_back(**m);
+    nodes.push_back(std::move(node));
+  }
+  const std::vector<RecoveryCoordinator::FailedPid> failed = {{pids[0], 1, &known[0]}, {pids[1], 1, &known[1]}};
+  const RecoveryCoordinatorOptions ro = pushing_coordinator_options(dc);
+  {
+    auto dies = [](std::span<const Endpoint>, std::span<const uint16_t>) {
+      throw std::runtime_error("the leader died right after its push");
+    };
+    RecoveryCoordinator first(*dc.reg, *leader, ro, log_, dies);
+    EXPECT_THROW((void)first.recover_together(failed), std::runtime_error);
+  }
+  auto listed = dc.reg->failed();
+  ASSERT_TRUE(listed);
+  EXPECT_TRUE(listed->empty()) << "published before the push returned";
+  for (uint16_t pid : pids) {
+    auto m = dc.reg->member(pid);
+    ASSERT_TRUE(m);
+    EXPECT_TRUE(*m) << "pid " << pid << " unregistered before its publish: the next leader would not find it";
+  }
+
+  std::vector<uint16_t> pushed;
+  auto push = [&](std::span<const Endpoint>, std::span<const uint16_t> p) { pushed.assign(p.begin(), p.end()); };
+  RecoveryCoordinator next(*dc.reg, *leader, ro, log_, push);
+  auto done = next.recover_together(failed);
+  ASSERT_TRUE(done) << done.status().to_string();
+  EXPECT_EQ(pushed, pids);
+  ASSERT_EQ(done->size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ((*done)[i].step, RecoveryStep::kDone);
+    EXPECT_EQ((*done)[i].records, 0u) << "the re-run found a record the first run had decided and truncated";
+    EXPECT_EQ((*done)[i].together, 2u);
+    EXPECT_EQ(testing::raw_find(*leader, kTable, kKeys[i], 0).value, before);
+    EXPECT_EQ(testing::raw_find(*leader, kTable, kKeys[i], 1).value, before);
+  }
+  listed = dc.reg->failed();
+  ASSERT_TRUE(listed);
+  EXPECT_EQ(*listed, pids);
 }
 
 // Publishing several pids in one multi assumes each is as the caller
