@@ -933,9 +933,27 @@ Result<bool> Registry::create_recovery(const RecoveryRecord& r) {
   return created.status();
 }
 
-Status Registry::publish_failed(const RecoveryRecord& r, bool record_exists) {
+namespace {
+
+// One pid's publishing operations (Registry::publish_failed): failed/<pid>
+// stamped with the publish time, the record at published (set when
+// `record_there`, else created), compute/<pid> removed when `member_there`.
+void append_publish_ops(const Registry& reg, std::vector<Op>& ops, const RecoveryRecord& r, bool record_there,
+                        bool member_there, const std::string& stamp) {
   RecoveryRecord published = r;
   published.step = RecoveryStep::kPublished;
+  const std::string record_path = reg.path(fmt::format("recoveries/{}", r.pid));
+  const std::string data = encode_recovery_record(published);
+  ops.push_back(Op::create(reg.path(fmt::format("failed/{}", r.pid)), stamp));
+  ops.push_back(record_there ? Op::set(record_path, data) : Op::create(record_path, data));
+  if (member_there) ops.push_back(Op::remove(reg.path(fmt::format("compute/{}", r.pid))));
+}
+
+std::string publish_stamp() { return fmt::format("published_ns={}\n", now_realtime_ns()); }
+
+}  // namespace
+
+Status Registry::publish_failed(const RecoveryRecord& r, bool record_exists) {
   const std::string record_path = path(fmt::format("recoveries/{}", r.pid));
   const std::string member_path = path(fmt::format("compute/{}", r.pid));
   bool record_there = record_exists, member_there = true;
@@ -943,11 +961,8 @@ Status Registry::publish_failed(const RecoveryRecord& r, bool record_exists) {
   // At most three tries: each failure on a missing node drops that
   // assumption, and nothing of ours creates either node again meanwhile.
   for (int attempt = 0; attempt < 3; ++attempt) {
-    std::vector<Op> ops = {Op::create(path(fmt::format("failed/{}", r.pid)),
-                                      fmt::format("published_ns={}\n", now_realtime_ns()))};
-    const std::string data = encode_recovery_record(published);
-    ops.push_back(record_there ? Op::set(record_path, data) : Op::create(record_path, data));
-    if (member_there) ops.push_back(Op::remove(member_path));
+    std::vector<Op> ops;
+    append_publish_ops(*this, ops, r, record_there, member_there, publish_stamp());
     s = zk_->multi(ops);
     if (s.code() == Errc::kAlreadyExists) {
       // failed/<pid>: published by an earlier run. Else the record,
@@ -982,16 +997,8 @@ Status Registry::publish_failed_together(std::span<const ToPublish> pids) {
     return Status::ok();
   }
   std::vector<Op> ops;
-  const std::string now = fmt::format("published_ns={}\n", now_realtime_ns());
-  for (const ToPublish& p : pids) {
-    RecoveryRecord published = p.record;
-    published.step = RecoveryStep::kPublished;
-    const std::string record_path = path(fmt::format("recoveries/{}", p.record.pid));
-    const std::string data = encode_recovery_record(published);
-    ops.push_back(Op::create(path(fmt::format("failed/{}", p.record.pid)), now));
-    ops.push_back(p.record_exists ? Op::set(record_path, data) : Op::create(record_path, data));
-    ops.push_back(Op::remove(path(fmt::format("compute/{}", p.record.pid))));
-  }
+  const std::string stamp = publish_stamp();
+  for (const ToPublish& p : pids) append_publish_ops(*this, ops, p.record, p.record_exists, true, stamp);
   Status s = zk_->multi(ops);
   if (s || (s.code() != Errc::kAlreadyExists && s.code() != Errc::kNotFound)) return s;
   // Some pid is not as expected (and nothing was written): one at a time.
