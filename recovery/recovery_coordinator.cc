@@ -111,13 +111,13 @@ Result<std::vector<RecoveryRecord>> RecoveryCoordinator::recover_together(std::s
     repaired.push_back(p.rec.pid);
   }
   if (!repaired.empty()) {
-    // 5. Publish: the push to every compute node first, then the one
-    // synchronous ZooKeeper write per pid. From the push on, survivors
-    // steal the pids' latches; that is safe already (their writes are
-    // fenced, their lanes hold nothing undecided), and a leader that dies
-    // before a write is replaced by one that re-runs every step and finds
-    // the lanes empty. ZooKeeper's failed-ids is what nodes that missed
-    // the (UDP) push, or join later, read.
+    // 5. Publish: the push to every compute node first, then the
+    // synchronous ZooKeeper write (one multi for the batch). From the push
+    // on, survivors steal the pids' latches; that is safe already (their
+    // writes are fenced, their lanes hold nothing undecided), and a leader
+    // that dies before the write is replaced by one that re-runs every step
+    // and finds the lanes empty. ZooKeeper's failed-ids is what nodes that
+    // missed the (UDP) push, or join later, read.
     for (uint16_t pid : repaired) cluster_.failed_ids().add(pid);
     push_failed(repaired);
     if (repaired.size() > 1) {
@@ -126,14 +126,14 @@ Result<std::vector<RecoveryRecord>> RecoveryCoordinator::recover_together(std::s
   }
   // Several: their publishing writes as one multi.
   const bool publish_together = repaired.size() > 1;
+  std::vector<Registry::ToPublish> batch;
+  for (Pending& p : pending) {
+    if (p.next != Pending::Next::kRepair) continue;
+    p.rec.together = static_cast<uint32_t>(repaired.size());
+    if (publish_together) batch.push_back(Registry::ToPublish{p.rec, p.record_exists});
+  }
   uint64_t together_us = 0;
   if (publish_together) {
-    std::vector<Registry::ToPublish> batch;
-    for (Pending& p : pending) {
-      if (p.next != Pending::Next::kRepair) continue;
-      p.rec.together = static_cast<uint32_t>(repaired.size());
-      batch.push_back(Registry::ToPublish{p.rec, p.record_exists});
-    }
     const auto t = Clock::now();
     if (Status s = registry_.publish_failed_together(batch); !s) return s;
     together_us = us_since(t);
@@ -142,30 +142,33 @@ Result<std::vector<RecoveryRecord>> RecoveryCoordinator::recover_together(std::s
   out.reserve(pending.size());
   for (Pending& p : pending) {
     Result<RecoveryRecord> r = RecoveryRecord{};
-    switch (p.next) {
-      case Pending::Next::kNothing: r = p.rec; break;
-      case Pending::Next::kFinish: r = finish(p.rec); break;
-      case Pending::Next::kStoppedWorld: {
-        // An earlier pid's pause may have recovered this one (ford recovers
-        // the nodes that fail during a pause in that pause): read again,
-        // rather than stop the world twice.
-        auto again = prepare(FailedPid{p.rec.pid, p.rec.detected_ns, nullptr});
-        if (!again) return again.status();
-        if (again->next == Pending::Next::kNothing) r = again->rec;
-        else if (again->next == Pending::Next::kFinish) r = finish(again->rec);
-        else r = recover_stopped_world(again->rec.pid, again->rec);
-        break;
-      }
-      case Pending::Next::kRepair:
-        p.rec.together = static_cast<uint32_t>(repaired.size());
-        if (publish_together) p.rec.publish_us = together_us;
-        r = publish_and_finish(p, /*publish=*/!publish_together);
-        break;
+    if (p.next == Pending::Next::kRepair) {
+      if (publish_together) p.rec.publish_us = together_us;
+      r = publish_and_finish(p, /*publish=*/!publish_together);
+    } else if (p.next == Pending::Next::kStoppedWorld) {
+      // An earlier pid's pause may have recovered this one (ford recovers
+      // the nodes that fail during a pause in that pause): read again,
+      // rather than stop the world twice.
+      auto again = prepare(FailedPid{p.rec.pid, p.rec.detected_ns, nullptr});
+      if (!again) return again.status();
+      r = conclude_alone(*again);
+    } else {
+      r = conclude_alone(p);
     }
     if (!r) return r.status();
     out.push_back(std::move(*r));
   }
   return out;
+}
+
+Result<RecoveryRecord> RecoveryCoordinator::conclude_alone(const Pending& p) {
+  switch (p.next) {
+    case Pending::Next::kNothing: return p.rec;
+    case Pending::Next::kFinish: return finish(p.rec);
+    case Pending::Next::kStoppedWorld: return recover_stopped_world(p.rec.pid, p.rec);
+    case Pending::Next::kRepair: break;
+  }
+  return Status(Errc::kInvalidArgument, fmt::format("pid {} needs a repair, not a recovery of its own", p.rec.pid));
 }
 
 Result<RecoveryCoordinator::Pending> RecoveryCoordinator::prepare(const FailedPid& f) {

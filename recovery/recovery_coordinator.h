@@ -233,6 +233,9 @@ class RecoveryCoordinator {
   Result<RecoveryRecord> publish_and_finish(Pending& p, bool publish);
   // Step 7 alone: the lane lease released, the record marked done.
   Result<RecoveryRecord> finish(RecoveryRecord rec);
+  // A pid that is not repaired with the batch: done already, published
+  // (finish), or ford's stopped-world recovery.
+  Result<RecoveryRecord> conclude_alone(const Pending& p);
   // Waits until every compute member has parked for pause `epoch`; one
   // that failed meanwhile (failed_now) or does not park within
   // park_timeout is recovered within the pause (ford: all of them together
