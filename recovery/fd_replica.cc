@@ -442,8 +442,7 @@ class Replica {
     if (!lead_->coordinator) return 0;  // rebuilt after a replacement
     // Compute pids failed together are recovered together (pushed to the
     // survivors in one go, before their ZooKeeper writes).
-    std::vector<uint16_t> pids;
-    std::vector<uint64_t> detected;
+    std::vector<RecoveryCoordinator::FailedPid> batch;
     std::vector<fd::FailedNode> failed = detector_->wait_failed(std::chrono::milliseconds(20));
     if (std::any_of(failed.begin(), failed.end(), [](const fd::FailedNode& f) {
           return f.kind == wire::SenderKind::kCompute;
@@ -475,14 +474,18 @@ class Replica {
       }
       const uint16_t pid = static_cast<uint16_t>(f.id);
       log_.info("pid {} missed by a majority of replicas: recovering", pid);
-      pids.push_back(pid);
-      detected.push_back(detected_realtime_ns(f.detected_mono_ns));
+      batch.push_back({pid, detected_realtime_ns(f.detected_mono_ns), nullptr});
     }
-    if (!pids.empty()) {
+    if (!batch.empty()) {
+      std::vector<uint16_t> pids;
+      // Their member records as last read; reserved, so the pointers into it stay valid.
       std::vector<std::optional<MemberRecord>> known;
-      std::vector<RecoveryCoordinator::FailedPid> batch;
-      for (uint16_t pid : pids) known.push_back(known_member(pid));
-      for (size_t i = 0; i < pids.size(); ++i) batch.push_back({pids[i], detected[i], known[i] ? &*known[i] : nullptr});
+      known.reserve(batch.size());
+      for (RecoveryCoordinator::FailedPid& f : batch) {
+        pids.push_back(f.pid);
+        known.push_back(known_member(f.pid));
+        if (known.back()) f.known = &*known.back();
+      }
       auto recs = lead_->coordinator->recover_together(batch);
       if (!recs) {
         // "recovery of pid N: ..." (operators and tests look for it), or of

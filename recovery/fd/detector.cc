@@ -151,6 +151,10 @@ void Detector::unwatch(wire::SenderKind kind, uint32_t id) {
 std::vector<FailedNode> Detector::wait_failed(std::chrono::milliseconds max_wait) {
   std::unique_lock lock(mu_);
   failed_cv_.wait_for(lock, max_wait, [this] { return !failed_.empty() || stopping_.load(); });
+  return failed_locked();
+}
+
+std::vector<FailedNode> Detector::failed_locked() const {
   std::vector<FailedNode> out;
   out.reserve(failed_.size());
   for (const auto& [key, node] : failed_) out.push_back(node);
@@ -171,10 +175,7 @@ std::vector<FailedNode> Detector::gather_failed(std::chrono::microseconds window
     // Woken by the next failure latched; a tick at most otherwise.
     failed_cv_.wait_for(lock, std::chrono::nanoseconds(std::min(deadline - now, ns_of(options_.tick))));
   }
-  std::vector<FailedNode> out;
-  out.reserve(failed_.size());
-  for (const auto& [key, node] : failed_) out.push_back(node);
-  return out;
+  return failed_locked();
 }
 
 DetectorStats Detector::stats() const {

@@ -180,6 +180,8 @@ class Detector {
   uint64_t tick(uint64_t now);
   // With mu_ held: latches nodes the monitor now finds failed.
   void evaluate_locked(uint64_t now);
+  // With mu_ held: the nodes latched failed, as wait_failed() reports them.
+  std::vector<FailedNode> failed_locked() const;
   // A message of this replica with its header filled (next seq).
   wire::HeartbeatMessage own_message(wire::HeartbeatType type);
   // Encodes one message from this replica (next seq) into out; `epoch`
