@@ -424,6 +424,34 @@ class RegistryZkTest : public ::testing::Test {
     ro.push_targets = [] { return std::vector<Endpoint>{Endpoint{"127.0.0.1", 9}}; };
     return ro;
   }
+  // Compute nodes that joined `dc` and each died in a commit to one of
+  // `keys` (load_and_die_mid_commit), kept (their views stay open) with
+  // their pids and member records as the detector's leader last read them.
+  struct DeadNodes {
+    std::vector<std::unique_ptr<Cluster>> nodes;
+    std::vector<uint16_t> pids;
+    std::vector<MemberRecord> known;
+    // Their batch as the leader hands it to recover_together().
+    std::vector<RecoveryCoordinator::FailedPid> failed(uint64_t detected_ns) const {
+      std::vector<RecoveryCoordinator::FailedPid> out;
+      for (size_t i = 0; i < pids.size(); ++i) out.push_back({pids[i], detected_ns, &known[i]});
+      return out;
+    }
+  };
+  void die_mid_commit(DaemonCluster& dc, uint32_t table, std::span<const uint64_t> keys,
+                      const std::vector<uint8_t>& before, const std::vector<uint8_t>& after, DeadNodes* out) {
+    for (uint64_t key : keys) {
+      auto node = join(dc, MemberRole::kCompute, 2);
+      ASSERT_TRUE(node);
+      ASSERT_TRUE(node->load_directory());
+      ASSERT_NO_FATAL_FAILURE(load_and_die_mid_commit(*node, table, key, before, after));
+      out->pids.push_back(node->config().compute_id);
+      auto m = dc.reg->member(out->pids.back());
+      ASSERT_TRUE(m && *m);
+      out->known.push_back(**m);
+      out->nodes.push_back(std::move(node));
+    }
+  }
   // A daemon cluster and its FD leader's data plane (a kFd member), which
   // created table 1 ("t", 16-byte values) and read the directory; null
   // (and a test failure) when a step fails.
@@ -983,20 +1011,9 @@ TEST_F(RegistryZkTest, PidsFailedTogetherArePushedTogetherBeforeAnyZooKeeperWrit
   constexpr uint32_t kTable = 1;
   const std::vector<uint8_t> before(16, 0x55), after(16, 0x66);
   constexpr uint64_t kKeys[2] = {9, 21};
-  std::vector<std::unique_ptr<Cluster>> nodes;
-  std::vector<uint16_t> pids;
-  std::vector<MemberRecord> known;
-  for (uint64_t key : kKeys) {
-    auto node = join(dc, MemberRole::kCompute, 2);
-    ASSERT_TRUE(node);
-    ASSERT_TRUE(node->load_directory());
-    ASSERT_NO_FATAL_FAILURE(load_and_die_mid_commit(*node, kTable, key, before, after));
-    pids.push_back(node->config().compute_id);
-    auto m = dc.reg->member(pids.back());
-    ASSERT_TRUE(m && *m);
-    known.push_back(**m);
-    nodes.push_back(std::move(node));
-  }
+  DeadNodes dead;
+  ASSERT_NO_FATAL_FAILURE(die_mid_commit(dc, kTable, kKeys, before, after, &dead));
+  const std::vector<uint16_t>& pids = dead.pids;
 
   struct AtPush {
     int pushes = 0;
@@ -1015,7 +1032,7 @@ TEST_F(RegistryZkTest, PidsFailedTogetherArePushedTogetherBeforeAnyZooKeeperWrit
     for (uint64_t key : kKeys) at.values.push_back(testing::raw_find(*leader, kTable, key, 0).value);
   };
   RecoveryCoordinator coord(*dc.reg, *leader, ro, log_, push);
-  const std::vector<RecoveryCoordinator::FailedPid> failed = {{pids[0], 1, &known[0]}, {pids[1], 1, &known[1]}};
+  const std::vector<RecoveryCoordinator::FailedPid> failed = dead.failed(1);
   auto done = coord.recover_together(failed);
   ASSERT_TRUE(done) << done.status().to_string();
 
@@ -1063,21 +1080,10 @@ TEST_F(RegistryZkTest, ABatchCutShortAfterItsPushIsFinishedByTheNextLeader) {
   constexpr uint32_t kTable = 1;
   const std::vector<uint8_t> before(16, 0x77), after(16, 0x88);
   constexpr uint64_t kKeys[2] = {9, 21};
-  std::vector<std::unique_ptr<Cluster>> nodes;
-  std::vector<uint16_t> pids;
-  std::vector<MemberRecord> known;
-  for (uint64_t key : kKeys) {
-    auto node = join(dc, MemberRole::kCompute, 2);
-    ASSERT_TRUE(node);
-    ASSERT_TRUE(node->load_directory());
-    ASSERT_NO_FATAL_FAILURE(load_and_die_mid_commit(*node, kTable, key, before, after));
-    pids.push_back(node->config().compute_id);
-    auto m = dc.reg->member(pids.back());
-    ASSERT_TRUE(m && *m);
-    known.push_back(**m);
-    nodes.push_back(std::move(node));
-  }
-  const std::vector<RecoveryCoordinator::FailedPid> failed = {{pids[0], 1, &known[0]}, {pids[1], 1, &known[1]}};
+  DeadNodes dead;
+  ASSERT_NO_FATAL_FAILURE(die_mid_commit(dc, kTable, kKeys, before, after, &dead));
+  const std::vector<uint16_t>& pids = dead.pids;
+  const std::vector<RecoveryCoordinator::FailedPid> failed = dead.failed(1);
   const RecoveryCoordinatorOptions ro = pushing_coordinator_options(dc);
   {
     auto dies = [](std::span<const Endpoint>, std::span<const uint16_t>) {
