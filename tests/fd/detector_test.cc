@@ -663,7 +663,7 @@ TEST(Detector, AReplacedMemoryNodeIsWatchedAgainFromTheRecordThatListsItLive) {
 // than dead). Only the bound one keeps the node alive: once it stops, the
 // node is failed although the other still heartbeats.
 TEST(Detector, AMemoryNodeIsHeardOnlyFromTheDaemonTheRecordBindsItTo) {
-  Replicas r(1);
+  Replicas r(1, kLoadTolerantTimeout);  // a live node must not be missed on loaded cores
   auto bound = sender(SenderKind::kMemory, 4, r.endpoints());
   auto stray = sender(SenderKind::kMemory, 4, r.endpoints());
   ASSERT_NE(bound->incarnation(), stray->incarnation());
@@ -689,7 +689,7 @@ TEST(Detector, AMemoryNodeIsHeardOnlyFromTheDaemonTheRecordBindsItTo) {
 // (two of three would fail a live node). Once they read the record they
 // hear the new daemon; when it stops, node 4 is failed as usual.
 TEST(Detector, MemorySuspicionUnderAnOlderRecordIsNotAVote) {
-  Replicas r(3);
+  Replicas r(3, kLoadTolerantTimeout);  // a live node must not be missed on loaded cores
   auto fresh = sender(SenderKind::kMemory, 4, r.endpoints());
   const uint64_t old_daemon = fresh->incarnation() ^ 1;
   r.at(1).follow_memory_record({}, {{4, fresh->incarnation()}}, 3);
