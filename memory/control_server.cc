@@ -22,6 +22,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "common/checksum.h"
 #include "memory/pending_handshakes.h"
 #include "memory/session_table.h"
@@ -89,7 +92,7 @@ class FenceWorker {
  public:
   struct Done {
     uint64_t conn_id;
-    uint16_t compute_id;
+    std::vector<uint16_t> compute_ids;
     Status status;
   };
 
@@ -107,9 +110,9 @@ class FenceWorker {
   }
   int event_fd() const { return event_fd_; }
 
-  void submit(uint64_t conn_id, uint16_t compute_id) {
+  void submit(uint64_t conn_id, std::vector<uint16_t> compute_ids) {
     std::lock_guard<std::mutex> lock(mu_);
-    jobs_.push_back({conn_id, compute_id, Status::ok()});
+    jobs_.push_back({conn_id, std::move(compute_ids), Status::ok()});
     cv_.notify_one();
   }
 
@@ -139,10 +142,10 @@ class FenceWorker {
     for (;;) {
       cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
       if (stopping_) return;
-      Done job = jobs_.front();
+      Done job = std::move(jobs_.front());
       jobs_.pop_front();
       lock.unlock();
-      job.status = fences_.fence(job.compute_id);
+      job.status = fences_.fence(job.compute_ids);
       lock.lock();
       done_.push_back(std::move(job));
       uint64_t one = 1;
@@ -279,6 +282,7 @@ class ControlServer::Impl {
     s.connections_current += conns_.size();
     s.connections_total = connections_total_;
     s.fenced_nodes = fences_.fenced_count();
+    s.fence_requests = fence_requests_;
     return s;
   }
 
@@ -578,12 +582,13 @@ class ControlServer::Impl {
           } else if constexpr (std::is_same_v<T, wire::Fence>) {
             if (c.role != wire::Role::kAdmin) {
               reply_error(c, Errc::kInvalidArgument, "Fence needs an admin session (role admin)");
-            } else if (msg.compute_id == 0) {
+            } else if (std::find(msg.compute_ids.begin(), msg.compute_ids.end(), 0) != msg.compute_ids.end()) {
               reply_error(c, Errc::kInvalidArgument, "compute id 0 cannot be fenced");
             } else {
-              log_.info("{} requests a fence of compute node {}", c.peer, msg.compute_id);
+              log_.info("{} requests a fence of compute node{} {}", c.peer, msg.compute_ids.size() > 1 ? "s" : "",
+                        fmt::join(msg.compute_ids, ", "));
               c.fence_pending = true;
-              fence_worker_.submit(c.id, msg.compute_id);
+              fence_worker_.submit(c.id, msg.compute_ids);
             }
           } else if constexpr (std::is_same_v<T, wire::Unfence>) {
             if (c.role != wire::Role::kAdmin) {
@@ -654,16 +659,17 @@ class ControlServer::Impl {
 
   void finish_fences() {
     for (auto& d : fence_worker_.take_done()) {
+      if (d.status) ++fence_requests_;
       auto it = conns_.find(d.conn_id);
       if (it == conns_.end()) {
-        log_.info("fence of compute node {} finished ({}); the requester has gone", d.compute_id,
-                  d.status.to_string());
+        log_.info("fence of compute node{} {} finished ({}); the requester has gone",
+                  d.compute_ids.size() > 1 ? "s" : "", fmt::join(d.compute_ids, ", "), d.status.to_string());
         continue;
       }
       Conn& c = *it->second;
       c.fence_pending = false;
       if (d.status) {
-        log_.info("compute node {} is fenced", d.compute_id);
+        for (uint16_t id : d.compute_ids) log_.info("compute node {} is fenced", id);
         wire::encode_control(c.out, wire::Ok{});
       } else {
         reply_error(c, d.status.code(), d.status.message());
@@ -839,6 +845,7 @@ class ControlServer::Impl {
   std::unordered_map<uint64_t, std::unique_ptr<Conn>> conns_;
   uint64_t next_id_ = 16;  // below are the fixed ids (listen, stop, fence)
   uint64_t auth_failures_ = 0;
+  uint64_t fence_requests_ = 0;  // answered Ok (StatsReply.fence_requests)
   uint64_t connections_total_ = 0;
 };
 

@@ -140,24 +140,33 @@ Status FenceTable::unfence(uint16_t compute_id) {
   return Status::ok();
 }
 
-Status FenceTable::fence(uint16_t compute_id) {
-  if (compute_id == 0) {
-    return Status(Errc::kInvalidArgument, "compute id 0 is never issued and cannot be fenced");
+Status FenceTable::fence(uint16_t compute_id) { return fence(std::span<const uint16_t>(&compute_id, 1)); }
+
+Status FenceTable::fence(std::span<const uint16_t> compute_ids) {
+  if (compute_ids.empty()) return Status(Errc::kInvalidArgument, "a fence names at least one compute id");
+  for (uint16_t id : compute_ids) {
+    if (id == 0) return Status(Errc::kInvalidArgument, "compute id 0 is never issued and cannot be fenced");
   }
-  uint64_t mask = fence_bit_mask(compute_id);
-  uint64_t before = __atomic_fetch_or(word(compute_id), mask, __ATOMIC_SEQ_CST);
-  region_.persist(fence_word_offset(compute_id), 8);
-  if ((before & mask) == 0) log_.info("fencing compute node {}", compute_id);
-  else log_.info("fencing compute node {} again (already fenced)", compute_id);
+  // Every bit first, then one wait: a batch that began before the last bit
+  // was set has ended when the wait returns, for all the ids at once.
+  for (uint16_t id : compute_ids) {
+    const uint64_t mask = fence_bit_mask(id);
+    const uint64_t before = __atomic_fetch_or(word(id), mask, __ATOMIC_SEQ_CST);
+    region_.persist(fence_word_offset(id), 8);
+    if ((before & mask) == 0) log_.info("fencing compute node {}", id);
+    else log_.info("fencing compute node {} again (already fenced)", id);
+  }
 
   wait_for_quiescence();
-  if (revoker_) revoker_(compute_id);
+  if (revoker_) {
+    for (uint16_t id : compute_ids) revoker_(id);
+  }
 
   std::vector<ShmClient> victims;
   {
     std::lock_guard<std::mutex> lock(shm_mu_);
     for (size_t i = 0; i < shm_.size();) {
-      if (shm_[i].compute_id == compute_id) {
+      if (std::find(compute_ids.begin(), compute_ids.end(), shm_[i].compute_id) != compute_ids.end()) {
         victims.push_back(shm_[i]);
         shm_[i] = shm_.back();
         shm_.pop_back();
@@ -169,10 +178,13 @@ Status FenceTable::fence(uint16_t compute_id) {
   Status result = Status::ok();
   auto deadline = std::chrono::steady_clock::now() + kKillWait;
   std::vector<ShmClient> survivors;
+  // Every victim is killed before any is waited for: they die in parallel.
   for (const ShmClient& v : victims) {
     if (sys_pidfd_send_signal(v.pidfd, SIGKILL) != 0 && errno != ESRCH) {
-      log_.warn("fence: cannot kill shm client pid {} (compute {}): {}", v.pid, compute_id, strerror(errno));
+      log_.warn("fence: cannot kill shm client pid {} (compute {}): {}", v.pid, v.compute_id, strerror(errno));
     }
+  }
+  for (const ShmClient& v : victims) {
     bool gone = false;
     for (;;) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
@@ -180,11 +192,11 @@ Status FenceTable::fence(uint16_t compute_id) {
       if (gone || left.count() <= 0) break;
     }
     if (gone) {
-      log_.info("fence: shm client pid {} of compute node {} killed and exited", v.pid, compute_id);
+      log_.info("fence: shm client pid {} of compute node {} killed and exited", v.pid, v.compute_id);
       ::close(v.pidfd);
     } else {
       log_.error("fence: shm client pid {} of compute node {} did not exit within {} ms of SIGKILL", v.pid,
-                 compute_id, kKillWait.count());
+                 v.compute_id, kKillWait.count());
       survivors.push_back(v);
       result = Status(Errc::kTimeout, "shm client pid " + std::to_string(v.pid) +
                                           " did not exit after SIGKILL; the fence is not complete yet, retry it");

@@ -52,6 +52,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "common/logger.h"
@@ -151,6 +152,10 @@ class FenceTable {
   // except a data-plane thread. kInvalidArgument for id 0, kTimeout when a
   // killed shm client did not exit in time.
   Status fence(uint16_t compute_id);
+  // The same for several ids at once (compute nodes that failed together):
+  // every bit is set before the one wait for the data plane, and every
+  // killed shm client is waited for under one deadline.
+  Status fence(std::span<const uint16_t> compute_ids);
 
  private:
   struct ShmClient {

@@ -1,6 +1,7 @@
 #include "recovery/admin_sessions.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <utility>
@@ -55,7 +56,40 @@ Status AdminSessions::at_every(const std::vector<Endpoint>& nodes, std::string_v
 }
 
 Status AdminSessions::fence(const std::vector<Endpoint>& nodes, uint16_t pid) {
-  return at_every(nodes, fmt::format("fencing pid {}", pid), [pid](ControlClient& ctl) { return ctl.fence(pid); });
+  return fence(nodes, std::span<const uint16_t>(&pid, 1));
+}
+
+Status AdminSessions::fence(const std::vector<Endpoint>& nodes, std::span<const uint16_t> pids) {
+  for (size_t at = 0; at < pids.size(); at += wire::kMaxFenceIds) {
+    if (Status s = fence_chunk(nodes, pids.subspan(at, std::min(wire::kMaxFenceIds, pids.size() - at))); !s) {
+      return s;
+    }
+  }
+  return Status::ok();
+}
+
+Status AdminSessions::fence_chunk(const std::vector<Endpoint>& nodes, std::span<const uint16_t> pids) {
+  const std::string what = pids.size() == 1 ? fmt::format("fencing pid {}", pids.front())
+                                            : fmt::format("fencing pids {}", fmt::join(pids, ", "));
+  // One request in flight at every node, then the answers: the daemons
+  // wait for their data planes at the same time. A node whose session
+  // fails here is fenced again one by one below, with at_every's retry on
+  // a fresh session and its error message.
+  std::vector<Endpoint> again;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::pair<Endpoint, ControlClient*>> sent;
+    for (const Endpoint& node : nodes) {
+      auto ctl = session(node, false);
+      if (ctl && (*ctl)->send_fence(pids)) sent.emplace_back(node, *ctl);
+      else again.push_back(node);
+    }
+    for (auto& [node, ctl] : sent) {
+      if (!ctl->await_fence()) again.push_back(node);
+    }
+  }
+  if (again.empty()) return Status::ok();
+  return at_every(again, what, [pids](ControlClient& ctl) { return ctl.fence(pids); });
 }
 
 uint64_t AdminSessions::opened() const {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,11 @@ class AdminSessions {
 
   // Fences `pid` at every node (at_every with ControlClient::fence).
   Status fence(const std::vector<Endpoint>& nodes, uint16_t pid);
+  // Fences every pid of `pids` at every node: one request per node for up
+  // to wire::kMaxFenceIds pids, all nodes at once; a node that fails is
+  // retried as at_every does. On error some pids may be fenced already at
+  // some nodes (fencing is idempotent: run it again). No pids: nothing.
+  Status fence(const std::vector<Endpoint>& nodes, std::span<const uint16_t> pids);
 
   // Sessions opened so far (for tests: a kept session is not reopened).
   uint64_t opened() const;
@@ -51,6 +57,7 @@ class AdminSessions {
   // The kept session to `node`, or a new one (`fresh`: always new).
   Result<ControlClient*> session(const Endpoint& node, bool fresh);
   void drop(const Endpoint& node);
+  Status fence_chunk(const std::vector<Endpoint>& nodes, std::span<const uint16_t> pids);
 
   ClientIdentity admin_;
   std::chrono::milliseconds timeout_;

@@ -88,6 +88,10 @@ Status RecoveryCoordinator::fence_everywhere(uint16_t pid) {
   return admin_.fence(live_memory_nodes(registry_.cluster()), pid);
 }
 
+Status RecoveryCoordinator::fence_everywhere(std::span<const uint16_t> pids) {
+  return admin_.fence(live_memory_nodes(registry_.cluster()), pids);
+}
+
 Result<RecoveryRecord> RecoveryCoordinator::recover(uint16_t pid, uint64_t detected_ns, const MemberRecord* known) {
   const FailedPid one{pid, detected_ns, known};
   auto recs = recover_together(std::span<const FailedPid>(&one, 1));
@@ -103,7 +107,21 @@ Result<std::vector<RecoveryRecord>> RecoveryCoordinator::recover_together(std::s
     if (!p) return p.status();
     pending.push_back(std::move(*p));
   }
-  // 2..4 for every pid to repair, then one push for all of them.
+  // 2. Fence every pid to repair, with one request per memory node: from
+  // here on nothing any of them sends changes memory.
+  std::vector<uint16_t> to_repair;
+  for (const Pending& p : pending) {
+    if (p.next == Pending::Next::kRepair) to_repair.push_back(p.rec.pid);
+  }
+  if (!to_repair.empty()) {
+    const auto t = Clock::now();
+    if (Status s = fence_everywhere(to_repair); !s) return s;
+    const uint64_t fence_us = us_since(t);
+    for (Pending& p : pending) {
+      if (p.next == Pending::Next::kRepair) p.rec.fence_us = fence_us;
+    }
+  }
+  // 3..4 for every pid to repair, then one push for all of them.
   std::vector<uint16_t> repaired;
   for (Pending& p : pending) {
     if (p.next != Pending::Next::kRepair) continue;
@@ -248,13 +266,8 @@ void RecoveryCoordinator::push_failed(std::span<const uint16_t> pids) {
 Status RecoveryCoordinator::repair(Pending& p) {
   const uint16_t pid = p.rec.pid;
   RecoveryRecord& rec = p.rec;
-  // 2. Fence: from here on nothing the pid sends changes memory.
-  auto t = Clock::now();
-  if (Status s = fence_everywhere(pid); !s) return s;
-  rec.fence_us = us_since(t);
-
   // 3. Log recovery: repair, release nothing.
-  t = Clock::now();
+  auto t = Clock::now();
   const auto conns = cluster_.bootstrap_connections();
   auto report = recover_logs(cluster_, conns, pid, rec.slot, logger_, crash_);
   if (report && report->skipped > 0) {
@@ -336,15 +349,17 @@ Result<RecoveryRecord> RecoveryCoordinator::recover_stopped_world(uint16_t pid, 
     const std::vector<uint16_t>& missing = *unparked;
     if (missing.empty()) break;
     if (options_.failed_now) {
-      bool added = false;
+      std::vector<uint16_t> failed_too;
       for (uint16_t f : options_.failed_now()) {
         if (std::find(missing.begin(), missing.end(), f) == missing.end()) continue;
         logger_.info("pid {} failed too: recovering it in this pause", f);
-        if (Status s = fence_everywhere(f); !s) return s;
-        batch.push_back(f);
-        added = true;
+        failed_too.push_back(f);
       }
-      if (added) continue;
+      if (!failed_too.empty()) {
+        if (Status s = fence_everywhere(failed_too); !s) return s;
+        batch.insert(batch.end(), failed_too.begin(), failed_too.end());
+        continue;
+      }
     }
     if (Clock::now() > deadline) {
       // A node that cannot park holds latches nobody can tell apart: it is
@@ -352,9 +367,9 @@ Result<RecoveryRecord> RecoveryCoordinator::recover_stopped_world(uint16_t pid, 
       for (uint16_t m : missing) {
         logger_.warn("pid {} did not park within {} ms: fencing and recovering it in this pause", m,
                      options_.park_timeout.count());
-        if (Status s = fence_everywhere(m); !s) return s;
-        batch.push_back(m);
       }
+      if (Status s = fence_everywhere(missing); !s) return s;
+      batch.insert(batch.end(), missing.begin(), missing.end());
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -466,14 +481,14 @@ Result<size_t> RecoveryCoordinator::park_everyone(uint64_t epoch, Clock::time_po
       }
       to_recover = missing;
     }
-    for (uint16_t p : to_recover) {
-      if (ford) {
-        if (Status s = fence_everywhere(p); !s) return s;
-      } else if (auto r = recover(p, 0, nullptr); !r) {
-        return r.status();
-      }
-      recovered.push_back(p);
+    if (ford) {
+      if (Status s = fence_everywhere(to_recover); !s) return s;
+    } else if (!to_recover.empty()) {
+      std::vector<FailedPid> together;
+      for (uint16_t p : to_recover) together.push_back(FailedPid{p, 0, nullptr});
+      if (auto r = recover_together(together); !r) return r.status();
     }
+    recovered.insert(recovered.end(), to_recover.begin(), to_recover.end());
     if (to_recover.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   if (ford && !recovered.empty()) {
@@ -591,9 +606,7 @@ Result<RebuildReport> RecoveryCoordinator::replace_memory_node(const ReplaceRequ
   const auto fence_start = Clock::now();
   auto fenced_before = registry_.failed();
   if (!fenced_before) return fenced_before.status();
-  for (uint16_t pid : *fenced_before) {
-    if (Status s = admin_.fence({req.endpoint}, pid); !s) return s;
-  }
+  if (Status s = admin_.fence({req.endpoint}, *fenced_before); !s) return s;
   auto unfenced = unfence_pids_that_may_log_in(req.endpoint, *fenced_before);
   if (!unfenced) return unfenced.status();
   const uint64_t fence_us = us_since(fence_start);
@@ -609,12 +622,12 @@ Result<RebuildReport> RecoveryCoordinator::replace_memory_node(const ReplaceRequ
   // Pids that failed since, those recovered in this pause included.
   auto failed = registry_.failed();
   if (!failed) return failed.status();
-  size_t fenced_in_pause = 0;
+  std::vector<uint16_t> failed_since;
   for (uint16_t pid : *failed) {
-    if (std::binary_search(fenced_before->begin(), fenced_before->end(), pid)) continue;
-    if (Status s = admin_.fence({req.endpoint}, pid); !s) return s;
-    ++fenced_in_pause;
+    if (!std::binary_search(fenced_before->begin(), fenced_before->end(), pid)) failed_since.push_back(pid);
   }
+  if (Status s = admin_.fence({req.endpoint}, failed_since); !s) return s;
+  const size_t fenced_in_pause = failed_since.size();
   const auto journal_ptr = registry_.relocation_journal();
   RelocationJournal& journal = *journal_ptr;
   RebuildOptions ro;

@@ -193,6 +193,9 @@ class RecoveryCoordinator {
   // sessions, kept open between calls; works after this node's own data
   // connections are gone).
   Status fence_everywhere(uint16_t pid);
+  // The same for several pids: one request per memory node for all of them
+  // (up to wire::kMaxFenceIds), every node at once.
+  Status fence_everywhere(std::span<const uint16_t> pids);
 
   // retire_member() with this coordinator's registry and secret.
   Status retire(uint16_t pid, bool fence = true) {

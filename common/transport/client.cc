@@ -152,12 +152,25 @@ int ControlClient::release_fd() {
 }
 
 Result<wire::ControlMessage> ControlClient::call(const wire::ControlMessage& request) {
+  if (Status s = send_request(request); !s) return s;
+  return await_reply();
+}
+
+Status ControlClient::send_request(const wire::ControlMessage& request) {
   if (fd_ < 0) return Status(Errc::kDisconnected, "control session is closed");
-  const net::Deadline deadline = net::deadline_after(timeout_);
-  Status s = net::send_control(fd_, request, deadline);
-  Result<wire::ControlMessage> reply = s ? net::recv_control(fd_, deadline) : Result<wire::ControlMessage>(s);
-  if (!reply) {
+  reply_deadline_ = net::deadline_after(timeout_);
+  Status s = net::send_control(fd_, request, reply_deadline_);
+  if (!s) {
     // The request/reply pairing is lost: never reuse this stream.
+    net::UniqueFd close_it(release_fd());
+  }
+  return s;
+}
+
+Result<wire::ControlMessage> ControlClient::await_reply() {
+  if (fd_ < 0) return Status(Errc::kDisconnected, "control session is closed");
+  Result<wire::ControlMessage> reply = net::recv_control(fd_, reply_deadline_);
+  if (!reply) {
     net::UniqueFd close_it(release_fd());
     return reply.status();
   }
@@ -165,11 +178,31 @@ Result<wire::ControlMessage> ControlClient::call(const wire::ControlMessage& req
   return reply;
 }
 
-Status ControlClient::fence(uint16_t compute_id) {
-  Result<wire::ControlMessage> reply = call(wire::Fence{compute_id});
+Status ControlClient::check_fence_ids(std::span<const uint16_t> compute_ids) {
+  if (compute_ids.empty() || compute_ids.size() > wire::kMaxFenceIds) {
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("a fence names 1..{} compute ids, not {}", wire::kMaxFenceIds, compute_ids.size()));
+  }
+  return Status::ok();
+}
+
+Status ControlClient::send_fence(std::span<const uint16_t> compute_ids) {
+  if (Status s = check_fence_ids(compute_ids); !s) return s;
+  return send_request(wire::Fence{std::vector<uint16_t>(compute_ids.begin(), compute_ids.end())});
+}
+
+Status ControlClient::await_fence() {
+  Result<wire::ControlMessage> reply = await_reply();
   if (!reply) return reply.status();
   if (!std::holds_alternative<wire::Ok>(*reply)) return unexpected_reply(*reply, "Ok");
   return Status::ok();
+}
+
+Status ControlClient::fence(uint16_t compute_id) { return fence(std::span<const uint16_t>(&compute_id, 1)); }
+
+Status ControlClient::fence(std::span<const uint16_t> compute_ids) {
+  if (Status s = send_fence(compute_ids); !s) return s;
+  return await_fence();
 }
 
 Status ControlClient::unfence(uint16_t compute_id) {

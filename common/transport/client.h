@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -72,11 +73,21 @@ class ControlClient {
   // Revokes `compute_id`'s access; returns once the daemon guarantees that
   // nothing that compute node sends (or has in flight) can change memory.
   Status fence(uint16_t compute_id);
+  // The same for several compute ids in one request (1..wire::kMaxFenceIds;
+  // kInvalidArgument otherwise): the daemon waits for its data plane once
+  // for all of them.
+  Status fence(std::span<const uint16_t> compute_ids);
   // Admin only: lets `compute_id` log in again (pid recycling); sessions it
   // had before the fence stay refused.
   Status unfence(uint16_t compute_id);
   Result<wire::StatsReply> stats();
   Result<wire::RegionInfo> region_info();
+
+  // A fence in two halves, so one caller can have a fence in flight at
+  // every memory node at once: send_fence, then await_fence (exactly once;
+  // no other request in between).
+  Status send_fence(std::span<const uint16_t> compute_ids);
+  Status await_fence();
 
   // Sends one request and returns the reply (Error replies become a non-ok
   // Status). Used by the wrappers above and by open_connection.
@@ -89,11 +100,16 @@ class ControlClient {
   ControlClient(int fd, wire::RegionInfo region, std::chrono::milliseconds timeout, const wire::Nonce& server_nonce,
                 const wire::Nonce& client_nonce)
       : fd_(fd), region_(region), timeout_(timeout), server_nonce_(server_nonce), client_nonce_(client_nonce) {}
+  static Status check_fence_ids(std::span<const uint16_t> compute_ids);
+  Status send_request(const wire::ControlMessage& request);
+  Result<wire::ControlMessage> await_reply();
+
   int fd_;
   wire::RegionInfo region_;
   std::chrono::milliseconds timeout_;
   wire::Nonce server_nonce_;
   wire::Nonce client_nonce_;
+  std::chrono::steady_clock::time_point reply_deadline_{};  // of the request in flight
 };
 
 // Opens one data connection of options.backend to the daemon at `ep`

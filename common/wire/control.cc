@@ -214,12 +214,18 @@ void encode_body(Writer& w, const ShmInfo& m) {
   w.u64(m.inode);
   w.u8(m.is_pmem ? 1 : 0);
 }
-void encode_body(Writer& w, const Fence& m) { w.u16(m.compute_id); }
+void encode_body(Writer& w, const Fence& m) {
+  // The encoder cannot fail: a list longer than the wire allows is cut (the
+  // decoder refuses an empty one, so nobody is fenced by accident).
+  const size_t n = std::min(m.compute_ids.size(), kMaxFenceIds);
+  w.u16(static_cast<uint16_t>(n));
+  for (size_t i = 0; i < n; ++i) w.u16(m.compute_ids[i]);
+}
 void encode_body(Writer&, const StatsRequest&) {}
 void encode_body(Writer& w, const StatsReply& m) {
   for (uint64_t v : {m.reads, m.writes, m.cas, m.faa, m.bytes_read, m.bytes_written, m.fenced_ops,
                      m.malformed_frames, m.auth_failures, m.connections_current, m.connections_total,
-                     m.fenced_nodes, m.bad_frame_macs}) {
+                     m.fenced_nodes, m.bad_frame_macs, m.fence_requests}) {
     w.u64(v);
   }
 }
@@ -286,12 +292,21 @@ void decode_body(Reader& r, ShmInfo& m) {
   if (r.error().empty() && pmem > 1) r.fail(fmt::format("is_pmem must be 0 or 1, got {}", pmem));
   m.is_pmem = pmem == 1;
 }
-void decode_body(Reader& r, Fence& m) { r.u16(m.compute_id); }
+void decode_body(Reader& r, Fence& m) {
+  uint16_t n = 0;
+  r.u16(n);
+  if (n == 0 || n > kMaxFenceIds) {
+    r.fail(fmt::format("Fence names {} compute ids (1..{} allowed)", n, kMaxFenceIds));
+    return;
+  }
+  m.compute_ids.resize(n);
+  for (uint16_t& id : m.compute_ids) r.u16(id);
+}
 void decode_body(Reader&, StatsRequest&) {}
 void decode_body(Reader& r, StatsReply& m) {
   for (uint64_t* v : {&m.reads, &m.writes, &m.cas, &m.faa, &m.bytes_read, &m.bytes_written, &m.fenced_ops,
                       &m.malformed_frames, &m.auth_failures, &m.connections_current, &m.connections_total,
-                      &m.fenced_nodes, &m.bad_frame_macs}) {
+                      &m.fenced_nodes, &m.bad_frame_macs, &m.fence_requests}) {
     r.u64(*v);
   }
 }

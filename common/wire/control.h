@@ -60,6 +60,7 @@
 #include <span>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "common/checksum.h"
 #include "common/status.h"
@@ -73,7 +74,9 @@ inline constexpr uint32_t kControlMagic = 0x4c544350;  // "PCTL"
 // SetupTcp.frame_mac, StatsReply.bad_frame_macs.
 // 4: SetupVerbs / VerbsInfo (the verbs data plane).
 // 5: RegionInfo.daemon_incarnation.
-inline constexpr uint16_t kControlVersion = 5;
+// 6: Fence names a list of compute ids (one message, one quiescence wait for
+// all the pids that failed together); StatsReply.fence_requests.
+inline constexpr uint16_t kControlVersion = 6;
 inline constexpr uint32_t kControlHeaderBytes = 12;
 inline constexpr uint32_t kMaxControlBody = 64 * 1024;
 inline constexpr size_t kMaxControlString = 4096;
@@ -172,8 +175,12 @@ struct ShmInfo {
   bool is_pmem = false;  // whether the daemon maps it as persistent memory
 };
 
+// Admin only: fences every listed compute id (1..kMaxFenceIds of them, each
+// 1..65535) and is answered Ok once none of them can change memory any more.
+// Body: u16 count | u16 compute_id[count].
+inline constexpr size_t kMaxFenceIds = 1024;
 struct Fence {
-  uint16_t compute_id = 0;
+  std::vector<uint16_t> compute_ids;
 };
 
 struct StatsRequest {};
@@ -187,6 +194,7 @@ struct StatsReply {
   uint64_t connections_current = 0, connections_total = 0;
   uint64_t fenced_nodes = 0;       // bits set in the fence bitmap
   uint64_t bad_frame_macs = 0;     // tcp connections closed for a frame with a wrong MAC
+  uint64_t fence_requests = 0;     // Fence requests answered Ok (each names one or more ids)
 };
 
 // Admin only: lets a compute id in again once pid recycling has released

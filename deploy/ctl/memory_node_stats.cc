@@ -77,9 +77,9 @@ std::string render_text(const std::vector<MemoryNodeReport>& reports) {
     out += fmt::format("  region {}, log area {}\n", mib(r.region.region_size), mib(r.region.log_size));
     out += fmt::format("  served {} reads, {} writes, {} cas, {} faa; {} read, {} written\n", s.reads, s.writes,
                        s.cas, s.faa, mib(s.bytes_read), mib(s.bytes_written));
-    out += fmt::format("  connections {} open (this one included), {} in all; {} compute id(s) fenced, {} "
-                       "operation(s) refused as fenced\n",
-                       s.connections_current, s.connections_total, s.fenced_nodes, s.fenced_ops);
+    out += fmt::format("  connections {} open (this one included), {} in all; {} compute id(s) fenced ({} fence "
+                       "request(s) served), {} operation(s) refused as fenced\n",
+                       s.connections_current, s.connections_total, s.fenced_nodes, s.fence_requests, s.fenced_ops);
     out += fmt::format("  refused {} login(s), {} malformed frame(s), {} frame(s) with a bad MAC\n", s.auth_failures,
                        s.malformed_frames, s.bad_frame_macs);
   }
@@ -120,7 +120,8 @@ nlohmann::json memory_nodes_json(const std::vector<MemoryNodeReport>& reports) {
                     {"connections_current", s.connections_current},
                     {"connections_total", s.connections_total},
                     {"fenced_nodes", s.fenced_nodes},
-                    {"bad_frame_macs", s.bad_frame_macs}};
+                    {"bad_frame_macs", s.bad_frame_macs},
+                    {"fence_requests", s.fence_requests}};
     }
     nodes.push_back(std::move(n));
   }

@@ -79,7 +79,7 @@ std::vector<ControlMessage> samples() {
   uint64_t v = 1;
   for (uint64_t* f : {&st.reads, &st.writes, &st.cas, &st.faa, &st.bytes_read, &st.bytes_written, &st.fenced_ops,
                       &st.malformed_frames, &st.auth_failures, &st.connections_current, &st.connections_total,
-                      &st.fenced_nodes, &st.bad_frame_macs}) {
+                      &st.fenced_nodes, &st.bad_frame_macs, &st.fence_requests}) {
     *f = v;
     v = v * 31 + 0x100000001ull;
   }
@@ -97,7 +97,8 @@ std::vector<ControlMessage> samples() {
       SetupShm{},
       ShmInfo{"/dev/shm/pandora-node-3.shm.Ab12Cd/sock", sample_token(), 1ull << 30, 0x803, 77, true},
       ShmInfo{"", {}, 0, 0, 0, false},
-      Fence{7},
+      Fence{{7}},
+      Fence{{1, 2, 65535}},
       StatsRequest{},
       st,
       RegionInfoRequest{},
@@ -124,11 +125,47 @@ TEST(Control, TypeNumbersAreStable) {
 }
 
 TEST(Control, HeaderLayout) {
-  const std::string s = encoded(Fence{0x0102});
-  // Version 5: the daemon's incarnation in RegionInfo; 4: verbs set-up; 3:
-  // mutual login; 2: ShmInfo hands out a socket and a token.
-  const std::string expect("PCTL\x05\x00\x09\x00\x02\x00\x00\x00\x02\x01", 14);
+  const std::string s = encoded(Fence{{0x0102}});
+  // Version 6: Fence names a list of ids; 5: the daemon's incarnation in
+  // RegionInfo; 4: verbs set-up; 3: mutual login; 2: ShmInfo hands out a
+  // socket and a token.
+  const std::string expect("PCTL\x06\x00\x09\x00\x04\x00\x00\x00\x01\x00\x02\x01", 16);
   EXPECT_EQ(s, expect);
+}
+
+// A fence names 1..kMaxFenceIds ids: an empty one would be answered Ok with
+// nobody fenced, and the count bounds what one request makes the daemon do.
+TEST(Control, FenceListLimits) {
+  auto fence_frame = [](uint16_t count, size_t ids) {
+    std::string body;
+    body.push_back(static_cast<char>(count));
+    body.push_back(static_cast<char>(count >> 8));
+    for (size_t i = 0; i < ids; ++i) {
+      body.push_back(static_cast<char>((i % 65535) + 1));
+      body.push_back(static_cast<char>(((i % 65535) + 1) >> 8));
+    }
+    std::string s = encoded(Fence{{1}}).substr(0, kControlHeaderBytes);
+    put32(s, 8, static_cast<uint32_t>(body.size()));
+    return s + body;
+  };
+  Result<ControlMessage> none = decode_control(bytes(fence_frame(0, 0)));
+  ASSERT_FALSE(none.is_ok());
+  EXPECT_NE(none.status().message().find("names 0 compute ids"), std::string::npos) << none.status().message();
+
+  Result<ControlMessage> most = decode_control(bytes(fence_frame(kMaxFenceIds, kMaxFenceIds)));
+  ASSERT_TRUE(most.is_ok()) << most.status().to_string();
+  ASSERT_EQ(std::get<Fence>(*most).compute_ids.size(), kMaxFenceIds);
+  EXPECT_EQ(std::get<Fence>(*most).compute_ids.back(), kMaxFenceIds);
+
+  Result<ControlMessage> over = decode_control(bytes(fence_frame(kMaxFenceIds + 1, kMaxFenceIds + 1)));
+  ASSERT_FALSE(over.is_ok());
+  EXPECT_EQ(over.status().code(), Errc::kProtocol);
+
+  // The encoder cannot fail: it cuts a longer list at the limit.
+  std::vector<uint16_t> many(kMaxFenceIds + 5, 9);
+  Result<ControlMessage> cut = decode_control(bytes(encoded(Fence{many})));
+  ASSERT_TRUE(cut.is_ok()) << cut.status().to_string();
+  EXPECT_EQ(std::get<Fence>(*cut).compute_ids.size(), kMaxFenceIds);
 }
 
 TEST(Control, EncodeAppends) {

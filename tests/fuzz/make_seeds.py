@@ -15,7 +15,7 @@ import struct
 HERE = os.path.dirname(os.path.abspath(__file__))
 FRAME_MAGIC = 0x5044
 CONTROL_MAGIC = 0x4C544350
-CONTROL_VERSION = 5
+CONTROL_VERSION = 6
 READ, WRITE, CAS, FAA = 1, 2, 3, 4
 HEARTBEAT_MAGIC = 0x54424850
 HEARTBEAT_VERSION = 2
@@ -105,9 +105,10 @@ def main():
         "07_setup_shm": control(7, b""),
         "08_shm_info": control(8, string("/dev/shm/pandora-1.pm.shm.a1b2c3/sock") + nonce
                               + struct.pack("<QQQB", 1 << 26, 0x2d, 123456, 1)),
-        "09_fence": control(9, struct.pack("<H", 3)),
+        "09_fence": control(9, struct.pack("<HH", 1, 3)),
+        "09_fence_three": control(9, struct.pack("<HHHH", 3, 3, 9, 4000)),
         "10_stats_request": control(10, b""),
-        "11_stats_reply": control(11, struct.pack("<13Q", *range(1, 14))),
+        "11_stats_reply": control(11, struct.pack("<14Q", *range(1, 15))),
         "12_region_info_request": control(12, b""),
         "13_region_info_reply": control(13, region()),
         "14_unfence": control(14, struct.pack("<H", 3)),

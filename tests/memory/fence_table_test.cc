@@ -9,6 +9,7 @@
 
 #include <future>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -131,6 +132,68 @@ TEST_F(FenceTableTest, ShmRegistrationRules) {
   pid_t parent = ::getppid();
   EXPECT_EQ(table_->register_shm_client(3, parent).code(), Errc::kFenced);
   EXPECT_EQ(table_->shm_clients(), 0u);
+}
+
+// Compute nodes that failed together are fenced by one request: every id
+// it names, or (one invalid) none of them.
+TEST_F(FenceTableTest, SeveralIdsInOneFence) {
+  const std::vector<uint16_t> three{3, 64, 65535};
+  ASSERT_TRUE(table_->fence(three));
+  for (uint16_t id : three) EXPECT_TRUE(table_->is_fenced(id)) << id;
+  EXPECT_FALSE(table_->is_fenced(4));
+  EXPECT_EQ(table_->fenced_count(), 3u);
+
+  const std::vector<uint16_t> with_zero{9, 0};
+  EXPECT_EQ(table_->fence(with_zero).code(), Errc::kInvalidArgument);
+  EXPECT_FALSE(table_->is_fenced(9)) << "an id before the invalid one was fenced";
+  EXPECT_EQ(table_->fence(std::span<const uint16_t>()).code(), Errc::kInvalidArgument);
+
+  const std::vector<uint16_t> again{3, 10};  // one already fenced: idempotent
+  ASSERT_TRUE(table_->fence(again));
+  EXPECT_EQ(table_->fenced_count(), 4u);
+  reopen();
+  EXPECT_EQ(table_->fenced_count(), 4u);
+  EXPECT_TRUE(table_->is_fenced(64));
+}
+
+TEST_F(FenceTableTest, OneFenceKillsTheShmClientsOfEveryIdItNames) {
+  std::vector<pid_t> kids;
+  struct Reaper {
+    std::vector<pid_t>& pids;
+    ~Reaper() {
+      for (pid_t p : pids) {
+        if (p > 0) {
+          ::kill(p, SIGKILL);
+          ::waitpid(p, nullptr, 0);
+        }
+      }
+    }
+  } reaper{kids};
+  for (int i = 0; i < 3; ++i) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      for (int j = 0; j < 600; ++j) ::usleep(100'000);  // at most 60 s
+      ::_exit(0);
+    }
+    ASSERT_GT(pid, 0);
+    kids.push_back(pid);
+  }
+  ASSERT_TRUE(table_->register_shm_client(5, kids[0]));
+  ASSERT_TRUE(table_->register_shm_client(6, kids[1]));
+  ASSERT_TRUE(table_->register_shm_client(7, kids[2]));
+  const std::vector<uint16_t> failed{5, 6};
+  ASSERT_TRUE(table_->fence(failed));
+  for (int i = 0; i < 2; ++i) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(kids[i], &status, WNOHANG), kids[i]) << "fence returned before the client of id "
+                                                             << failed[i] << " exited";
+    kids[i] = -1;
+    ASSERT_TRUE(WIFSIGNALED(status));
+    EXPECT_EQ(WTERMSIG(status), SIGKILL);
+  }
+  int status = 0;
+  EXPECT_EQ(::waitpid(kids[2], &status, WNOHANG), 0) << "the process of id 7, not named, was killed";
+  EXPECT_EQ(table_->shm_clients(), 1u);
 }
 
 TEST_F(FenceTableTest, FenceKillsRegisteredShmClientsOfThatIdOnly) {

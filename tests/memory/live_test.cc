@@ -252,7 +252,7 @@ TEST_F(LiveTest, HelloRulesForRolesAndIds) {
     RawPeer p(memd_.endpoint().port);
     auto r = p.handshake(cluster(), secret(), wire::Role::kCompute, 4);
     ASSERT_TRUE(r && std::holds_alternative<wire::HelloOk>(*r));
-    ASSERT_TRUE(p.send(encode(wire::Fence{4})));
+    ASSERT_TRUE(p.send(encode(wire::Fence{{4}})));
     auto e = p.recv_control();
     ASSERT_TRUE(e && std::holds_alternative<wire::Error>(*e));
     EXPECT_EQ(std::get<wire::Error>(*e).code, Errc::kInvalidArgument);

@@ -1031,11 +1031,28 @@ TEST_F(RegistryZkTest, PidsFailedTogetherArePushedTogetherBeforeAnyZooKeeperWrit
     if (auto f = dc.reg->failed()) at.any_failed_listed = !f->empty();
     for (uint64_t key : kKeys) at.values.push_back(testing::raw_find(*leader, kTable, key, 0).value);
   };
+  // Fence requests each daemon served (one request fences both pids).
+  auto fence_requests = [&] {
+    std::vector<uint64_t> out;
+    Status s = at_every_memory_node(dc.record, dc.base.secret, std::chrono::milliseconds(5000), "stats", [&](ControlClient& c) {
+      auto st = c.stats();
+      if (st) out.push_back(st->fence_requests);
+      return st.status();
+    });
+    EXPECT_TRUE(s) << s.to_string();
+    return out;
+  };
+  const std::vector<uint64_t> fences_before = fence_requests();
   RecoveryCoordinator coord(*dc.reg, *leader, ro, log_, push);
   const std::vector<RecoveryCoordinator::FailedPid> failed = dead.failed(1);
   auto done = coord.recover_together(failed);
   ASSERT_TRUE(done) << done.status().to_string();
 
+  const std::vector<uint64_t> fences_after = fence_requests();
+  ASSERT_EQ(fences_after.size(), 2u);
+  for (size_t n = 0; n < 2; ++n) {
+    EXPECT_EQ(fences_after[n] - fences_before[n], 1u) << "memory node " << n << ": not one fence for both pids";
+  }
   EXPECT_EQ(at.pushes, 1) << "one push for both";
   EXPECT_EQ(at.pids, pids);
   EXPECT_EQ(at.zk.writes_waited, start.writes_waited) << "a ZooKeeper write was waited for before the push";
