@@ -16,6 +16,9 @@ namespace {
 // Datagrams handled per wakeup before the tick is checked again: a flood of
 // garbage must not starve the suspicion reports.
 constexpr int kReceiveBatch = 256;
+// Read before every tick: more than a full default socket buffer of small
+// datagrams (about 300), still bounded so a flood cannot hold the tick off.
+constexpr int kDrainBeforeTick = 4096;
 
 uint64_t ns_of(std::chrono::microseconds d) { return static_cast<uint64_t>(d.count()) * 1000; }
 
@@ -323,25 +326,31 @@ void Detector::run() {
   uint64_t next_tick = monotonic_ns() + ns_of(options_.tick);
   pollfd fds[2] = {{sock_.get(), POLLIN, 0}, {wakeup_.get(), POLLIN, 0}};
   while (!stopping_.load(std::memory_order_relaxed)) {
+    if (options_.loop_hook) options_.loop_hook();
     const uint64_t now = monotonic_ns();
     if (now >= next_tick) {
-      next_tick = tick(now);
+      // Heartbeats that arrived while this thread was not running (a
+      // loaded machine deschedules it for longer than the timeout) prove
+      // their senders alive: read them before judging anyone, or every
+      // node would look silent for as long as this thread was.
+      receive_all(kDrainBeforeTick);
+      next_tick = tick(monotonic_ns());
       continue;
     }
     const uint64_t wait = next_tick - now;
     timespec ts{static_cast<time_t>(wait / 1'000'000'000ull), static_cast<long>(wait % 1'000'000'000ull)};
     fds[0].revents = fds[1].revents = 0;
     const int rc = ::ppoll(fds, 2, &ts, nullptr);
-    if (rc > 0 && fds[0].revents != 0) receive_all();
+    if (rc > 0 && fds[0].revents != 0) receive_all(kReceiveBatch);
   }
 }
 
-void Detector::receive_all() {
+void Detector::receive_all(int max) {
   // One byte more than the largest valid datagram, so an oversized one is
   // seen as such by the decoder rather than cut to a valid length.
   std::array<uint8_t, wire::kMaxDatagram + 1> buf;
   uint64_t received = 0;
-  for (int i = 0; i < kReceiveBatch; ++i) {
+  for (int i = 0; i < max; ++i) {
     sockaddr_storage from{};
     socklen_t from_len = 0;
     const ssize_t n = net::recv_datagram(sock_.get(), buf, &from, &from_len);

@@ -28,6 +28,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <memory>
@@ -61,6 +62,9 @@ struct DetectorOptions {
   std::chrono::microseconds tick{250};        // suspicion evaluated and reported this often
   std::chrono::microseconds report_ttl{0};    // how long a peer's report counts; 0 = 3 x tick
   std::chrono::milliseconds max_skew{2000};   // replay guard: accepted |sender clock - ours|
+  // Tests only: runs on the detector's thread at the top of every loop
+  // iteration (a test stalls the thread with it, as a loaded machine does).
+  std::function<void()> loop_hook;
 };
 
 struct FailedNode {
@@ -172,7 +176,8 @@ class Detector {
  private:
   Detector(DetectorOptions options, const Logger& log);
   void run();
-  void receive_all();
+  // Reads and handles up to `max` datagrams waiting on the socket.
+  void receive_all(int max);
   void handle(const wire::HeartbeatMessage& m, const sockaddr_storage& from, socklen_t from_len, uint64_t now);
   void answer_stats_query(const wire::HeartbeatHeader& query, const sockaddr_storage& from, socklen_t from_len,
                           uint64_t now);

@@ -170,6 +170,49 @@ TEST(Detector, LiveNodeIsNeverFailed) {
   EXPECT_EQ(s->stats().send_errors, 0u);
 }
 
+// A replica whose thread does not run for longer than the timeout (a loaded
+// machine deschedules it) reads the heartbeats that queued on its socket
+// meanwhile before it judges: a node that kept sending is not failed. It
+// judged first and failed the node before. The hook stalls the thread for
+// four timeouts and until the sender has sent five more heartbeats.
+TEST(Detector, AStalledReplicaReadsWhatQueuedBeforeJudging) {
+  std::atomic<bool> stall{false};
+  std::atomic<int> stalls{0};
+  std::atomic<HeartbeatSender*> hb{nullptr};
+  DetectorOptions o;
+  o.cluster_id = kCluster;
+  o.secret = kSecret;
+  o.replicas = 1;
+  o.timeout = kLoadTolerantTimeout;
+  o.loop_hook = [&] {
+    if (!stall.exchange(false)) return;
+    const auto until = std::chrono::steady_clock::now() + 4 * kLoadTolerantTimeout;
+    const uint64_t sent = hb.load()->stats().sent;
+    while (std::chrono::steady_clock::now() < until || hb.load()->stats().sent < sent + 5) {
+      std::this_thread::sleep_for(1ms);
+    }
+    ++stalls;
+  };
+  Result<std::unique_ptr<Detector>> d = Detector::start(o, quiet());
+  ASSERT_TRUE(d) << d.status().to_string();
+  Detector& det = **d;
+  det.watch(SenderKind::kCompute, 42);
+  auto s = sender(SenderKind::kCompute, 42, {loopback(det.port())});
+  hb = s.get();
+  ASSERT_TRUE(eventually([&] { return det.stats().heartbeats > 5; }));
+  for (int round = 1; round <= 3; ++round) {
+    const uint64_t heard = det.stats().heartbeats;
+    stall = true;
+    ASSERT_TRUE(eventually([&] { return stalls.load() == round; }));
+    ASSERT_TRUE(eventually([&] { return det.stats().heartbeats >= heard + 5; }));
+    const std::vector<FailedNode> f = det.wait_failed(0ms);
+    ASSERT_TRUE(f.empty()) << "stall " << round << ": a node that kept sending was failed";
+  }
+  EXPECT_EQ(det.stats().failed_detected, 0u);
+  s->stop();
+  EXPECT_TRUE(contains(det.wait_failed(2000ms), SenderKind::kCompute, 42)) << "a stopped node is still detected";
+}
+
 // Stops a live node's sender and measures when each replica detects it.
 // Returns the latencies (stop -> detection) in microseconds, empty when the
 // node was failed while still alive (a false positive: with the 5 ms timeout
