@@ -100,11 +100,22 @@ Result<RecoveryRecord> RecoveryCoordinator::recover(uint16_t pid, uint64_t detec
 }
 
 Result<std::vector<RecoveryRecord>> RecoveryCoordinator::recover_together(std::span<const FailedPid> pids) {
+  // 1. Every pid's record, read in one round.
+  std::vector<uint16_t> ids;
+  for (const FailedPid& f : pids) {
+    if (f.pid == 0) return Status(Errc::kInvalidArgument, "pid 0 is never a compute node");
+    ids.push_back(f.pid);
+  }
+  const auto t_read = Clock::now();
+  auto existing = registry_.recoveries_of(ids);
+  if (!existing) return existing.status();
+  const uint64_t read_us = us_since(t_read);
   std::vector<Pending> pending;
   pending.reserve(pids.size());
-  for (const FailedPid& f : pids) {
-    auto p = prepare(f);
+  for (size_t i = 0; i < pids.size(); ++i) {
+    auto p = prepare(pids[i], (*existing)[i]);
     if (!p) return p.status();
+    if (p->next == Pending::Next::kRepair) p->rec.start_record_us += read_us;
     pending.push_back(std::move(*p));
   }
   // 2. Fence every pid to repair, with one request per memory node: from
@@ -190,26 +201,35 @@ Result<RecoveryRecord> RecoveryCoordinator::conclude_alone(const Pending& p) {
 }
 
 Result<RecoveryCoordinator::Pending> RecoveryCoordinator::prepare(const FailedPid& f) {
+  if (f.pid == 0) return Status(Errc::kInvalidArgument, "pid 0 is never a compute node");
+  const auto t_start = Clock::now();
+  auto existing = registry_.recovery(f.pid);
+  if (!existing) return existing.status();
+  auto p = prepare(f, *existing);
+  if (p && p->next == Pending::Next::kRepair) p->rec.start_record_us += us_since(t_start);
+  return p;
+}
+
+Result<RecoveryCoordinator::Pending> RecoveryCoordinator::prepare(const FailedPid& f,
+                                                                  const std::optional<RecoveryRecord>& existing) {
   const uint16_t pid = f.pid;
   if (pid == 0) return Status(Errc::kInvalidArgument, "pid 0 is never a compute node");
   const auto t_start = Clock::now();
-  auto existing = registry_.recovery(pid);
-  if (!existing) return existing.status();
   Pending p;
-  p.record_exists = existing->has_value();
-  if (*existing && (*existing)->step == RecoveryStep::kDone) {
+  p.record_exists = existing.has_value();
+  if (existing && existing->step == RecoveryStep::kDone) {
     p.next = Pending::Next::kNothing;
-    p.rec = **existing;
+    p.rec = *existing;
     return p;
   }
   p.rec.pid = pid;
   p.rec.leader_replica = options_.replica_id;
   p.rec.detected_ns = f.detected_ns;
-  if (*existing) {
-    p.rec = **existing;
+  if (existing) {
+    p.rec = *existing;
     p.rec.leader_replica = options_.replica_id;
   }
-  if (*existing && (*existing)->step == RecoveryStep::kPublished) {
+  if (existing && existing->step == RecoveryStep::kPublished) {
     // 7. is all that is left.
     p.next = Pending::Next::kFinish;
     return p;
@@ -224,7 +244,7 @@ Result<RecoveryCoordinator::Pending> RecoveryCoordinator::prepare(const FailedPi
     member = registry_.member(pid);
     if (!member) return member.status();
   }
-  if (!*member && !*existing) {
+  if (!*member && !existing) {
     return Status(Errc::kNotFound,
                   fmt::format("pid {} is not registered in {} and has no recovery record", pid, registry_.root()));
   }

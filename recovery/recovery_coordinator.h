@@ -229,6 +229,8 @@ class RecoveryCoordinator {
   // Step 1: reads the pid's record (and, without `known`, its member
   // record) and says what is left to do.
   Result<Pending> prepare(const FailedPid& f);
+  // The same with the record already read (`existing`: none yet).
+  Result<Pending> prepare(const FailedPid& f, const std::optional<RecoveryRecord>& existing);
   // Steps 2..4: fence, log recovery, truncation.
   Status repair(Pending& p);
   // Steps 5 (the ZooKeeper write, unless `publish` is false: written with

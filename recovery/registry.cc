@@ -910,6 +910,28 @@ Result<std::optional<RecoveryRecord>> Registry::recovery(uint16_t pid) {
   return std::optional<RecoveryRecord>(*r);
 }
 
+Result<std::vector<std::optional<RecoveryRecord>>> Registry::recoveries_of(std::span<const uint16_t> pids) {
+  std::vector<std::string> paths;
+  paths.reserve(pids.size());
+  for (uint16_t pid : pids) paths.push_back(path(fmt::format("recoveries/{}", pid)));
+  std::vector<Result<zk::Node>> nodes = zk_->get_many(paths);
+  std::vector<std::optional<RecoveryRecord>> out;
+  out.reserve(pids.size());
+  for (Result<zk::Node>& node : nodes) {
+    if (!node) {
+      if (node.status().code() == Errc::kNotFound) {
+        out.emplace_back();
+        continue;
+      }
+      return node.status();
+    }
+    auto r = decode_recovery_record(node->data);
+    if (!r) return r.status();
+    out.emplace_back(*r);
+  }
+  return out;
+}
+
 Result<std::vector<RecoveryRecord>> Registry::recoveries() {
   auto pids = pid_children("recoveries", {});
   if (!pids) return pids.status();

@@ -35,6 +35,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -276,6 +277,10 @@ class Registry {
 
   // Recovery records.
   Result<std::optional<RecoveryRecord>> recovery(uint16_t pid);
+  // The records of several pids, in order, read in one round
+  // (ZkClient::get_many): what a batch of pids that failed together needs
+  // before anything else. The first error fails the whole call.
+  Result<std::vector<std::optional<RecoveryRecord>>> recoveries_of(std::span<const uint16_t> pids);
   Result<std::vector<RecoveryRecord>> recoveries();
   // Creates the record at kStarted (ok when one exists: a re-run).
   Status start_recovery(const RecoveryRecord& r);

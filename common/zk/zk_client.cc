@@ -248,6 +248,7 @@ struct ZkClient::Impl {
   std::map<const Call*, std::shared_ptr<Call>> calls;
   std::map<uint64_t, std::unique_ptr<Watch>> watches;
   std::atomic<uint64_t> writes_waited{0};
+  std::atomic<uint64_t> gets_waited{0};
 
   // The ACL of every node this client creates (see DigestAuth): the C
   // client takes non-const pointers, hence the owned buffers.
@@ -609,10 +610,61 @@ Result<std::string> ZkClient::create(std::string_view path, std::string_view dat
 }
 
 ZkClientStats ZkClient::stats() const {
-  return ZkClientStats{.writes_waited = impl_->writes_waited.load(std::memory_order_relaxed)};
+  return ZkClientStats{.writes_waited = impl_->writes_waited.load(std::memory_order_relaxed),
+                       .gets_waited = impl_->gets_waited.load(std::memory_order_relaxed)};
 }
 
-Result<Node> ZkClient::get(std::string_view path) { return impl_->get(path, nullptr); }
+Result<Node> ZkClient::get(std::string_view path) {
+  impl_->gets_waited.fetch_add(1, std::memory_order_relaxed);
+  return impl_->get(path, nullptr);
+}
+
+std::vector<Result<Node>> ZkClient::get_many(std::span<const std::string> paths) {
+  Impl& m = *impl_;
+  std::vector<Result<Node>> out;
+  out.reserve(paths.size());
+  if (paths.empty()) return out;
+  m.gets_waited.fetch_add(1, std::memory_order_relaxed);
+  if (t_in_callback == &m) {
+    for (const std::string& p : paths) {
+      out.push_back(Status(Errc::kInvalidArgument,
+                           fmt::format("zookeeper get {}: synchronous call from inside a ZooKeeper callback", p)));
+    }
+    return out;
+  }
+  std::vector<std::shared_ptr<Impl::Call>> calls;
+  std::vector<Status> refused;
+  for (const std::string& p : paths) {
+    auto call = m.new_call();
+    const int rc = zoo_aget(m.zh, p.c_str(), 0, Impl::data_done, call.get());
+    if (rc != ZOK) {
+      if (rc != ZMARSHALLINGERROR) m.forget(call);  // as run(): never completed
+      refused.push_back(m.error(rc, "get", p));
+    } else {
+      refused.push_back(Status::ok());
+    }
+    calls.push_back(std::move(call));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + m.options.op_timeout;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (!refused[i]) {
+      out.push_back(refused[i]);
+      continue;
+    }
+    Impl::Call& call = *calls[i];
+    std::unique_lock<std::mutex> lock(call.mu);
+    if (!call.cv.wait_until(lock, deadline, [&] { return call.done; })) {
+      out.push_back(Status(Errc::kUnavailable,
+                           fmt::format("zookeeper get {}: no answer within {} ms ({}) from {}", paths[i],
+                                       m.options.op_timeout.count(), zerror(ZOPERATIONTIMEOUT), m.options.hosts)));
+    } else if (call.rc != ZOK) {
+      out.push_back(m.error(call.rc, "get", paths[i]));
+    } else {
+      out.push_back(Node{std::move(call.value), call.stat});
+    }
+  }
+  return out;
+}
 
 Status ZkClient::set(std::string_view path, std::string_view data, int32_t expected_version) {
   Impl& m = *impl_;

@@ -106,6 +106,7 @@ struct Op {
 // What a client has sent (for tests and measurements of the critical path).
 struct ZkClientStats {
   uint64_t writes_waited = 0;  // create/set/remove/multi calls (each waits for its answer)
+  uint64_t gets_waited = 0;    // get calls and get_many batches (each about one round trip)
 };
 
 // Session state changes, reported to the optional session callback.
@@ -126,6 +127,11 @@ class ZkClient {
   // Returns the created path (with the sequence suffix for sequential modes).
   Result<std::string> create(std::string_view path, std::string_view data, CreateMode mode = CreateMode::kPersistent);
   Result<Node> get(std::string_view path);
+  // Several gets in one round: every request is sent before any answer is
+  // awaited (the server answers one session's requests in order), so n
+  // reads cost about one round trip, not n. One result per path, in order
+  // (kNotFound for a missing node), all within one op_timeout.
+  std::vector<Result<Node>> get_many(std::span<const std::string> paths);
   Status set(std::string_view path, std::string_view data, int32_t expected_version = -1);
   Status remove(std::string_view path, int32_t expected_version = -1);
   // false when the node does not exist.

@@ -972,6 +972,7 @@ TEST_F(RegistryZkTest, SurvivorsAreToldBeforeAnyWaitedZooKeeperWrite) {
   ASSERT_TRUE(at.pushed);
   EXPECT_EQ(at.pids, std::vector<uint16_t>{pid});
   EXPECT_EQ(at.zk.writes_waited, start.writes_waited) << "a ZooKeeper write was waited for before the push";
+  EXPECT_EQ(at.zk.gets_waited - start.gets_waited, 1u) << "the pids' records were not read in one round";
   EXPECT_FALSE(at.record) << "a recovery record was written before the push";
   EXPECT_FALSE(at.failed_listed) << "failed/<pid> written before the push";
   EXPECT_EQ(at.value, before) << "the survivors were told before the half-done commit was rolled back";

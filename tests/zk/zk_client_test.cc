@@ -258,6 +258,42 @@ TEST_F(ZkClientTest, CrudRoundTripAndErrorCodes) {
   EXPECT_EQ(zk.ensure_path(deep + "/").code(), Errc::kInvalidArgument);
 }
 
+// get_many: one result per path in order, a missing node kNotFound, all of
+// them counted as one round.
+TEST_F(ZkClientTest, GetManyAnswersEveryPathInOrderInOneRound) {
+  ZkClient& zk = *client_;
+  std::vector<std::string> paths;
+  for (const char* name : {"a", "missing", "b", "c"}) paths.push_back(root_ + "/" + name);
+  ASSERT_TRUE(zk.create(paths[0], "first"));
+  ASSERT_TRUE(zk.create(paths[2], std::string("b\0", 2)));
+  ASSERT_TRUE(zk.create(paths[3], ""));
+  ASSERT_TRUE(zk.set(paths[3], "third"));
+
+  const uint64_t before = zk.stats().gets_waited;
+  std::vector<Result<Node>> got = zk.get_many(paths);
+  EXPECT_EQ(zk.stats().gets_waited, before + 1);
+  ASSERT_EQ(got.size(), 4u);
+  ASSERT_TRUE(got[0]) << got[0].status().to_string();
+  EXPECT_EQ(got[0]->data, "first");
+  EXPECT_EQ(got[1].status().code(), Errc::kNotFound) << got[1].status().to_string();
+  EXPECT_NE(got[1].status().message().find(paths[1]), std::string::npos) << got[1].status().message();
+  ASSERT_TRUE(got[2]) << got[2].status().to_string();
+  EXPECT_EQ(got[2]->data, std::string("b\0", 2));
+  ASSERT_TRUE(got[3]) << got[3].status().to_string();
+  EXPECT_EQ(got[3]->data, "third");
+  EXPECT_EQ(got[3]->stat.version, 1);
+
+  EXPECT_TRUE(zk.get_many({}).empty());
+  EXPECT_EQ(zk.stats().gets_waited, before + 1) << "an empty batch waited for nothing";
+  // A malformed path is refused by the client; the others are still read.
+  std::vector<std::string> bad{"no-slash", paths[0]};
+  got = zk.get_many(bad);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_FALSE(got[0]);
+  ASSERT_TRUE(got[1]) << got[1].status().to_string();
+  EXPECT_EQ(got[1]->data, "first");
+}
+
 TEST_F(ZkClientTest, MultiIsAtomic) {
   ZkClient& zk = *client_;
   const std::string a = root_ + "/a";
