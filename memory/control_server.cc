@@ -18,6 +18,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -35,6 +36,16 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::string errno_text() { return std::string(strerror(errno)); }
+
+// "node 5" / "nodes 5, 6, 7" for a log line; a long list (a replacement
+// fences every failed pid, up to 1024 per request) is cut after 16 ids.
+std::string compute_nodes_text(const std::vector<uint16_t>& ids) {
+  constexpr size_t kShown = 16;
+  const std::span<const uint16_t> shown(ids.data(), std::min(ids.size(), kShown));
+  std::string out = fmt::format("node{} {}", ids.size() == 1 ? "" : "s", fmt::join(shown, ", "));
+  if (ids.size() > kShown) out += fmt::format(", ... ({} in all)", ids.size());
+  return out;
+}
 
 std::string_view type_name(wire::ControlType t) {
   switch (t) {
@@ -585,8 +596,7 @@ class ControlServer::Impl {
             } else if (std::find(msg.compute_ids.begin(), msg.compute_ids.end(), 0) != msg.compute_ids.end()) {
               reply_error(c, Errc::kInvalidArgument, "compute id 0 cannot be fenced");
             } else {
-              log_.info("{} requests a fence of compute node{} {}", c.peer, msg.compute_ids.size() > 1 ? "s" : "",
-                        fmt::join(msg.compute_ids, ", "));
+              log_.info("{} requests a fence of compute {}", c.peer, compute_nodes_text(msg.compute_ids));
               c.fence_pending = true;
               fence_worker_.submit(c.id, msg.compute_ids);
             }
@@ -662,8 +672,8 @@ class ControlServer::Impl {
       if (d.status) ++fence_requests_;
       auto it = conns_.find(d.conn_id);
       if (it == conns_.end()) {
-        log_.info("fence of compute node{} {} finished ({}); the requester has gone",
-                  d.compute_ids.size() > 1 ? "s" : "", fmt::join(d.compute_ids, ", "), d.status.to_string());
+        log_.info("fence of compute {} finished ({}); the requester has gone", compute_nodes_text(d.compute_ids),
+                  d.status.to_string());
         continue;
       }
       Conn& c = *it->second;

@@ -167,13 +167,34 @@ Result<std::vector<RecoveryRecord>> RecoveryCoordinator::recover_together(std::s
     if (Status s = registry_.publish_failed_together(batch); !s) return s;
     together_us = us_since(t);
   }
-  std::vector<RecoveryRecord> out;
-  out.reserve(pending.size());
-  for (Pending& p : pending) {
+  std::vector<RecoveryRecord> out(pending.size());
+  std::vector<RecoveryRecord> repaired_recs;
+  for (size_t i = 0; i < pending.size(); ++i) {
+    Pending& p = pending[i];
+    if (p.next != Pending::Next::kRepair) continue;
+    if (publish_together) p.rec.publish_us = together_us;
+    if (Status s = publish_and_sweep(p, /*publish=*/!publish_together); !s) return s;
+    repaired_recs.push_back(p.rec);
+  }
+  if (!repaired_recs.empty()) {
+    // 7. Off the critical path: the lane leases released and the records
+    // marked done, in one ZooKeeper multi for the batch.
+    if (Status s = registry_.finish_recoveries(repaired_recs); !s) return s;
+    for (Pending& p : pending) {
+      if (p.next != Pending::Next::kRepair) continue;
+      p.rec.step = RecoveryStep::kDone;
+      const RecoveryRecord& rec = p.rec;
+      logger_.info("recovered pid {}: fence {} us, log recovery {} us ({} records, {} rolled back, {} rolled "
+                   "forward), truncate {} us, publish {} us, {} latches swept",
+                   rec.pid, rec.fence_us, rec.log_recovery_us, rec.records, rec.rolled_back, rec.rolled_forward,
+                   rec.truncate_us, rec.publish_us, rec.swept);
+    }
+  }
+  for (size_t i = 0; i < pending.size(); ++i) {
+    Pending& p = pending[i];
     Result<RecoveryRecord> r = RecoveryRecord{};
     if (p.next == Pending::Next::kRepair) {
-      if (publish_together) p.rec.publish_us = together_us;
-      r = publish_and_finish(p, /*publish=*/!publish_together);
+      r = p.rec;
     } else if (p.next == Pending::Next::kStoppedWorld) {
       // An earlier pid's pause may have recovered this one (ford recovers
       // the nodes that fail during a pause in that pause): read again,
@@ -185,7 +206,7 @@ Result<std::vector<RecoveryRecord>> RecoveryCoordinator::recover_together(std::s
       r = conclude_alone(p);
     }
     if (!r) return r.status();
-    out.push_back(std::move(*r));
+    out[i] = std::move(*r);
   }
   return out;
 }
@@ -314,7 +335,7 @@ Status RecoveryCoordinator::repair(Pending& p) {
   return Status::ok();
 }
 
-Result<RecoveryRecord> RecoveryCoordinator::publish_and_finish(Pending& p, bool publish) {
+Status RecoveryCoordinator::publish_and_sweep(Pending& p, bool publish) {
   RecoveryRecord& rec = p.rec;
   const uint16_t pid = rec.pid;
   auto t = Clock::now();
@@ -331,14 +352,7 @@ Result<RecoveryRecord> RecoveryCoordinator::publish_and_finish(Pending& p, bool 
   if (swept) rec.swept = *swept;
   else logger_.warn("sweep of pid {}'s latches: {} (they will be stolen)", pid, swept.status().to_string());
   rec.sweep_us = us_since(t);
-
-  auto done = finish(rec);
-  if (!done) return done.status();
-  logger_.info("recovered pid {}: fence {} us, log recovery {} us ({} records, {} rolled back, {} rolled forward), "
-               "truncate {} us, publish {} us, {} latches swept",
-               pid, rec.fence_us, rec.log_recovery_us, rec.records, rec.rolled_back, rec.rolled_forward,
-               rec.truncate_us, rec.publish_us, rec.swept);
-  return done;
+  return Status::ok();
 }
 
 Result<RecoveryRecord> RecoveryCoordinator::finish(RecoveryRecord rec) {

@@ -234,8 +234,9 @@ class RecoveryCoordinator {
   // Steps 2..4: fence, log recovery, truncation.
   Status repair(Pending& p);
   // Steps 5 (the ZooKeeper write, unless `publish` is false: written with
-  // its batch; the push was sent before) .. 7.
-  Result<RecoveryRecord> publish_and_finish(Pending& p, bool publish);
+  // its batch; the push was sent before) and 6 (the sweep); 7 follows for
+  // the whole batch.
+  Status publish_and_sweep(Pending& p, bool publish);
   // Step 7 alone: the lane lease released, the record marked done.
   Result<RecoveryRecord> finish(RecoveryRecord rec);
   // A pid that is not repaired with the batch: done already, published

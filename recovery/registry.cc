@@ -1008,10 +1008,13 @@ Status Registry::publish_failed(const RecoveryRecord& r, bool record_exists) {
   return s;
 }
 
+// A multi is one ZooKeeper request, bounded by the server's jute.maxbuffer
+// (1 MB); 128 pids' nodes (three each at most, plus the alloc record) stay
+// far below it.
+constexpr size_t kPidsPerMulti = 128;
+
 Status Registry::publish_failed_together(std::span<const ToPublish> pids) {
-  // A multi is one ZooKeeper request, bounded by the server's jute.maxbuffer
-  // (1 MB); 128 pids' three nodes stay far below it.
-  constexpr size_t kPerMulti = 128;
+  constexpr size_t kPerMulti = kPidsPerMulti;
   if (pids.size() > kPerMulti) {
     for (size_t at = 0; at < pids.size(); at += kPerMulti) {
       if (Status s = publish_failed_together(pids.subspan(at, std::min(kPerMulti, pids.size() - at))); !s) return s;
@@ -1031,16 +1034,32 @@ Status Registry::publish_failed_together(std::span<const ToPublish> pids) {
 }
 
 Status Registry::finish_recovery(const RecoveryRecord& r) {
+  return finish_recoveries(std::span<const RecoveryRecord>(&r, 1));
+}
+
+Status Registry::finish_recoveries(std::span<const RecoveryRecord> rs) {
+  if (rs.size() > kPidsPerMulti) {
+    for (size_t at = 0; at < rs.size(); at += kPidsPerMulti) {
+      if (Status s = finish_recoveries(rs.subspan(at, std::min(kPidsPerMulti, rs.size() - at))); !s) return s;
+    }
+    return Status::ok();
+  }
+  if (rs.empty()) return Status::ok();
   for (int attempt = 0; attempt < 100; ++attempt) {
     auto node = zk_->get(path("alloc"));
     if (!node) return node.status();
     auto a = decode_alloc_record(node->data);
     if (!a) return a.status();
     const size_t before = a->leases.size();
-    std::erase_if(a->leases, [&](const Lease& l) { return l.pid == r.pid; });
-    RecoveryRecord done = r;
-    done.step = RecoveryStep::kDone;
-    std::vector<Op> ops = {Op::set(path(fmt::format("recoveries/{}", r.pid)), encode_recovery_record(done))};
+    std::erase_if(a->leases, [&](const Lease& l) {
+      return std::any_of(rs.begin(), rs.end(), [&](const RecoveryRecord& r) { return r.pid == l.pid; });
+    });
+    std::vector<Op> ops;
+    for (const RecoveryRecord& r : rs) {
+      RecoveryRecord done = r;
+      done.step = RecoveryStep::kDone;
+      ops.push_back(Op::set(path(fmt::format("recoveries/{}", r.pid)), encode_recovery_record(done)));
+    }
     if (a->leases.size() != before) ops.push_back(Op::set(path("alloc"), encode_alloc_record(*a), node->stat.version));
     Status s = zk_->multi(ops);
     if (s.code() == Errc::kConflict) continue;

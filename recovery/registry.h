@@ -306,6 +306,10 @@ class Registry {
   Status publish_failed_together(std::span<const ToPublish> pids);
   // Off the critical path: drops the pid's lane lease and marks the record kDone.
   Status finish_recovery(const RecoveryRecord& r);
+  // The same for several pids, in one multi per 128 (one alloc update for
+  // all their leases). Every record must exist (kNotFound otherwise, and
+  // nothing of that multi is written).
+  Status finish_recoveries(std::span<const RecoveryRecord> rs);
   Result<AllocRecord> alloc();
 
   // ford's stop-the-world pause. begin_pause creates <root>/pause (or
