@@ -372,6 +372,14 @@ class Replica {
 
   // The members as last read (the recovery coordinator's push targets and
   // lane slots, so recovering a pid reads nothing before its first write).
+  // A compute failure as the coordinator takes it, logged ("pid N missed by
+  // a majority": operators and tests look for it).
+  RecoveryCoordinator::FailedPid failed_pid(const fd::FailedNode& f) {
+    const uint16_t pid = static_cast<uint16_t>(f.id);
+    log_.info("pid {} missed by a majority of replicas: recovering", pid);
+    return {pid, detected_realtime_ns(f.detected_mono_ns), known_member(pid)};
+  }
+
   std::optional<MemberRecord> known_member(uint16_t pid) {
     std::lock_guard<std::mutex> g(members_mu_);
     auto it = members_.find(pid);
@@ -472,20 +480,11 @@ class Replica {
         follow_memory_record(registry_->cluster());
         continue;
       }
-      const uint16_t pid = static_cast<uint16_t>(f.id);
-      log_.info("pid {} missed by a majority of replicas: recovering", pid);
-      batch.push_back({pid, detected_realtime_ns(f.detected_mono_ns), nullptr});
+      batch.push_back(failed_pid(f));
     }
     if (!batch.empty()) {
       std::vector<uint16_t> pids;
-      // Their member records as last read; reserved, so the pointers into it stay valid.
-      std::vector<std::optional<MemberRecord>> known;
-      known.reserve(batch.size());
-      for (RecoveryCoordinator::FailedPid& f : batch) {
-        pids.push_back(f.pid);
-        known.push_back(known_member(f.pid));
-        if (known.back()) f.known = &*known.back();
-      }
+      for (const RecoveryCoordinator::FailedPid& f : batch) pids.push_back(f.pid);
       auto recs = lead_->coordinator->recover_together(batch);
       if (!recs) {
         // "recovery of pid N: ..." (operators and tests look for it), or of
@@ -503,10 +502,12 @@ class Replica {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         return 0;
       }
-      // Every pid this recovery covered: ford recovers nodes that failed
-      // during its pause in the same pause (a read, so only then: in
-      // pandora mode the next detection must not wait for it).
-      std::vector<uint16_t> covered = pids;
+      // Every pid this recovery covered: those that joined the batch, and
+      // ford recovers nodes that failed during its pause in the same pause
+      // (a read, so only then: in pandora mode the next detection must not
+      // wait for it).
+      std::vector<uint16_t> covered;
+      for (const RecoveryRecord& r : *recs) covered.push_back(r.pid);
       if (registry_->cluster().protocol == "ford") {
         if (auto failed = registry_->failed()) covered.insert(covered.end(), failed->begin(), failed->end());
       }
@@ -650,6 +651,17 @@ class Replica {
       std::vector<uint16_t> out;
       for (const fd::FailedNode& f : det->wait_failed(std::chrono::milliseconds(0))) {
         if (f.kind == wire::SenderKind::kCompute) out.push_back(static_cast<uint16_t>(f.id));
+      }
+      return out;
+    };
+    // Called by recover_together on this thread after each push.
+    ro.failed_since = [this, det](std::span<const uint16_t> batch) {
+      std::vector<RecoveryCoordinator::FailedPid> out;
+      for (const fd::FailedNode& f : det->wait_failed(std::chrono::milliseconds(0))) {
+        if (f.kind != wire::SenderKind::kCompute || std::find(batch.begin(), batch.end(), f.id) != batch.end()) {
+          continue;
+        }
+        out.push_back(failed_pid(f));
       }
       return out;
     };

@@ -93,13 +93,15 @@ Status RecoveryCoordinator::fence_everywhere(std::span<const uint16_t> pids) {
 }
 
 Result<RecoveryRecord> RecoveryCoordinator::recover(uint16_t pid, uint64_t detected_ns, const MemberRecord* known) {
-  const FailedPid one{pid, detected_ns, known};
+  FailedPid one{pid, detected_ns, {}};
+  if (known) one.known = *known;
   auto recs = recover_together(std::span<const FailedPid>(&one, 1));
   if (!recs) return recs.status();
   return recs->front();
 }
 
-Result<std::vector<RecoveryRecord>> RecoveryCoordinator::recover_together(std::span<const FailedPid> pids) {
+Status RecoveryCoordinator::prepare_and_repair(std::span<const FailedPid> pids, std::vector<Pending>* pending) {
+  if (pids.empty()) return Status::ok();
   // 1. Every pid's record, read in one round.
   std::vector<uint16_t> ids;
   for (const FailedPid& f : pids) {
@@ -110,48 +112,75 @@ Result<std::vector<RecoveryRecord>> RecoveryCoordinator::recover_together(std::s
   auto existing = registry_.recoveries_of(ids);
   if (!existing) return existing.status();
   const uint64_t read_us = us_since(t_read);
-  std::vector<Pending> pending;
-  pending.reserve(pids.size());
+  const size_t from = pending->size();
   for (size_t i = 0; i < pids.size(); ++i) {
     auto p = prepare(pids[i], (*existing)[i]);
     if (!p) return p.status();
     if (p->next == Pending::Next::kRepair) p->rec.start_record_us += read_us;
-    pending.push_back(std::move(*p));
+    pending->push_back(std::move(*p));
   }
+  const std::span<Pending> mine = std::span<Pending>(*pending).subspan(from);
   // 2. Fence every pid to repair, with one request per memory node: from
   // here on nothing any of them sends changes memory.
   std::vector<uint16_t> to_repair;
-  for (const Pending& p : pending) {
+  for (const Pending& p : mine) {
     if (p.next == Pending::Next::kRepair) to_repair.push_back(p.rec.pid);
   }
-  if (!to_repair.empty()) {
-    const auto t = Clock::now();
-    if (Status s = fence_everywhere(to_repair); !s) return s;
-    const uint64_t fence_us = us_since(t);
-    for (Pending& p : pending) {
-      if (p.next == Pending::Next::kRepair) p.rec.fence_us = fence_us;
-    }
-  }
-  // 3..4 for every pid to repair, then one push for all of them.
-  std::vector<uint16_t> repaired;
-  for (Pending& p : pending) {
+  if (to_repair.empty()) return Status::ok();
+  const auto t = Clock::now();
+  if (Status s = fence_everywhere(to_repair); !s) return s;
+  const uint64_t fence_us = us_since(t);
+  // 3..4 for each.
+  for (Pending& p : mine) {
     if (p.next != Pending::Next::kRepair) continue;
+    p.rec.fence_us = fence_us;
     if (Status s = repair(p); !s) return s;
-    repaired.push_back(p.rec.pid);
   }
-  if (!repaired.empty()) {
-    // 5. Publish: the push to every compute node first, then the
-    // synchronous ZooKeeper write (one multi for the batch). From the push
-    // on, survivors steal the pids' latches; that is safe already (their
-    // writes are fenced, their lanes hold nothing undecided), and a leader
-    // that dies before the write is replaced by one that re-runs every step
-    // and finds the lanes empty. ZooKeeper's failed-ids is what nodes that
-    // missed the (UDP) push, or join later, read.
-    for (uint16_t pid : repaired) cluster_.failed_ids().add(pid);
-    push_failed(repaired);
-    if (repaired.size() > 1) {
-      logger_.info("{} pids pushed to the survivors together, before their ZooKeeper write", repaired.size());
+  return Status::ok();
+}
+
+Result<std::vector<RecoveryRecord>> RecoveryCoordinator::recover_together(std::span<const FailedPid> first) {
+  std::vector<FailedPid> pids(first.begin(), first.end());
+  std::vector<Pending> pending;
+  std::vector<uint16_t> repaired;
+  for (int round = 0;; ++round) {
+    const size_t from = pending.size();
+    if (Status s = prepare_and_repair(std::span<const FailedPid>(pids).subspan(from), &pending); !s) return s;
+    std::vector<uint16_t> pushed;
+    for (size_t i = from; i < pending.size(); ++i) {
+      if (pending[i].next == Pending::Next::kRepair) pushed.push_back(pending[i].rec.pid);
     }
+    if (!pushed.empty()) {
+      // 5. Publish: the push to every compute node first, then the
+      // synchronous ZooKeeper write (one multi for the batch). From the
+      // push on, survivors steal the pids' latches; that is safe already
+      // (their writes are fenced, their lanes hold nothing undecided), and
+      // a leader that dies before the write is replaced by one that re-runs
+      // every step and finds the lanes empty. ZooKeeper's failed-ids is
+      // what nodes that missed the (UDP) push, or join later, read.
+      for (uint16_t pid : pushed) cluster_.failed_ids().add(pid);
+      push_failed(pushed);
+      if (pushed.size() > 1) {
+        logger_.info("{} pids pushed to the survivors together, before their ZooKeeper write", pushed.size());
+      }
+      repaired.insert(repaired.end(), pushed.begin(), pushed.end());
+    }
+    // Pids that failed meanwhile join before the ZooKeeper writes (which
+    // take longer than the rest of a recovery): a host's processes may
+    // cross the timeout several milliseconds apart.
+    if (pushed.empty() || round + 1 >= kJoinRounds || !options_.failed_since) break;
+    std::vector<uint16_t> batch;
+    for (const FailedPid& f : pids) batch.push_back(f.pid);
+    size_t joined = 0;
+    for (FailedPid& f : options_.failed_since(batch)) {
+      if (f.pid == 0 || std::find(batch.begin(), batch.end(), f.pid) != batch.end()) continue;
+      batch.push_back(f.pid);
+      pids.push_back(std::move(f));
+      ++joined;
+    }
+    if (joined == 0) break;
+    logger_.info("{} more pid(s) failed while {} were recovered: they join the batch before its ZooKeeper writes",
+                 joined, repaired.size());
   }
   // Several: their publishing writes as one multi.
   const bool publish_together = repaired.size() > 1;
@@ -199,7 +228,7 @@ Result<std::vector<RecoveryRecord>> RecoveryCoordinator::recover_together(std::s
       // An earlier pid's pause may have recovered this one (ford recovers
       // the nodes that fail during a pause in that pause): read again,
       // rather than stop the world twice.
-      auto again = prepare(FailedPid{p.rec.pid, p.rec.detected_ns, nullptr});
+      auto again = prepare(FailedPid{p.rec.pid, p.rec.detected_ns, {}});
       if (!again) return again.status();
       r = conclude_alone(*again);
     } else {
@@ -519,7 +548,7 @@ Result<size_t> RecoveryCoordinator::park_everyone(uint64_t epoch, Clock::time_po
       if (Status s = fence_everywhere(to_recover); !s) return s;
     } else if (!to_recover.empty()) {
       std::vector<FailedPid> together;
-      for (uint16_t p : to_recover) together.push_back(FailedPid{p, 0, nullptr});
+      for (uint16_t p : to_recover) together.push_back(FailedPid{p, 0, {}});
       if (auto r = recover_together(together); !r) return r.status();
     }
     recovered.insert(recovered.end(), to_recover.begin(), to_recover.end());

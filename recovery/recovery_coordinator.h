@@ -55,6 +55,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string_view>
 #include <memory>
 #include <span>
@@ -73,6 +74,13 @@
 
 namespace pandora {
 
+// A compute pid the failure detector found failed.
+struct FailedPid {
+  uint16_t pid = 0;
+  uint64_t detected_ns = 0;           // CLOCK_REALTIME of the majority (0: a recovery run by hand)
+  std::optional<MemberRecord> known;  // its member record as the caller last read it (RecoveryCoordinator::recover)
+};
+
 struct RecoveryCoordinatorOptions {
   uint64_t cluster_id = 0;
   std::string secret;            // for the admin sessions that fence
@@ -86,6 +94,12 @@ struct RecoveryCoordinatorOptions {
   // (optional). They cannot park: they are recovered in the same pause
   // instead of being waited for.
   std::function<std::vector<uint16_t>()> failed_now;
+  // Compute pids the detector has found failed that are not in `batch`
+  // (optional). Asked after each push of a batch (recover_together), so a
+  // pid that crossed the timeout a little after the others joins the batch
+  // - fenced, repaired and pushed at once, published with it - instead of
+  // waiting for the batch's ZooKeeper writes.
+  std::function<std::vector<FailedPid>(std::span<const uint16_t> batch)> failed_since;
   // Where to push a published pid (the members' push endpoints, as the
   // caller last read them). Without it the members are read from
   // ZooKeeper after the publish, which delays the push.
@@ -146,11 +160,10 @@ class RecoveryCoordinator {
   // again. ford clusters recover each pid
   // in its own pause, as recover() does. One record per pid, in order
   // (`together`: how many were pushed with it).
-  struct FailedPid {
-    uint16_t pid = 0;
-    uint64_t detected_ns = 0;
-    const MemberRecord* known = nullptr;  // as recover()'s
-  };
+  // Pids that options.failed_since reports meanwhile join the batch (up to
+  // kJoinRounds times), and their records follow the others'.
+  using FailedPid = ::pandora::FailedPid;
+  static constexpr int kJoinRounds = 8;
   Result<std::vector<RecoveryRecord>> recover_together(std::span<const FailedPid> pids);
 
   // A memory node's fail-over (ARCHITECTURE.md 5; seed 4.3.2.5), protocol
@@ -229,6 +242,10 @@ class RecoveryCoordinator {
   // Step 1: reads the pid's record (and, without `known`, its member
   // record) and says what is left to do.
   Result<Pending> prepare(const FailedPid& f);
+  // Steps 1..4 for `pids` (appended to *pending): their records read in one
+  // round, every pid to repair fenced by one request per memory node, then
+  // each repaired.
+  Status prepare_and_repair(std::span<const FailedPid> pids, std::vector<Pending>* pending);
   // The same with the record already read (`existing`: none yet).
   Result<Pending> prepare(const FailedPid& f, const std::optional<RecoveryRecord>& existing);
   // Steps 2..4: fence, log recovery, truncation.

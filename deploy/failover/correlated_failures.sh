@@ -6,9 +6,10 @@
 # surviving process holding every victim's pid (its push announcements),
 # and to the last recovery marked done. Prints each round and the medians.
 # --fd-b runs every round again with another pandora-fd (A B A B), e.g. one
-# built at an older commit, and prints the pair ratios.
+# built at an older commit, and prints the pair ratios; --build-b does so
+# with every binary of another build (needed when the wire protocols differ).
 #
-#   bash deploy/failover/correlated_failures.sh [--rounds 5] [--victims 3] [--fd-b OLD/pandora-fd]
+#   bash deploy/failover/correlated_failures.sh [--rounds 5] [--victims 3] [--fd-b OLD/pandora-fd | --build-b OLD]
 set -euo pipefail
 
 script_dir="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)"
@@ -23,8 +24,10 @@ Options:
   --victims K         processes SIGKILLed at once (one more survives)      [3]
   --build DIR         Release build with the binaries                      [build/release]
   --fd-b PATH         a second pandora-fd to compare with (run A B A B)
+  --build-b DIR       a second Release build to compare with: every binary of it (run A B A B)
   --fd-timeout-us US  the detector's timeout                               [50000]
-  --out DIR           per-round logs of failed rounds, summary.txt [/tmp/pandora-correlated-failures]
+  --out DIR           rounds.txt, summary.txt (and kept logs)  [/tmp/pandora-correlated-failures]
+  --keep-logs         keep every round's detector and bench logs in OUT/round-R-V/
   -h, --help          this help
 USAGE
 }
@@ -35,6 +38,8 @@ rounds=5
 victims=3
 build="$root/build/release"
 fd_b=""
+build_b=""
+keep_logs=0
 fd_timeout_us=50000
 out="/tmp/pandora-correlated-failures"
 while [[ $# -gt 0 ]]; do
@@ -43,6 +48,8 @@ while [[ $# -gt 0 ]]; do
     --victims) victims="${2:?--victims needs a value}"; shift 2 ;;
     --build) build="${2:?--build needs a value}"; shift 2 ;;
     --fd-b) fd_b="${2:?--fd-b needs a value}"; shift 2 ;;
+    --build-b) build_b="${2:?--build-b needs a value}"; shift 2 ;;
+    --keep-logs) keep_logs=1; shift ;;
     --fd-timeout-us) fd_timeout_us="${2:?--fd-timeout-us needs a value}"; shift 2 ;;
     --out) out="${2:?--out needs a value}"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
@@ -52,11 +59,26 @@ done
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer, got '$rounds'"
 [[ "$victims" =~ ^[1-9][0-9]?$ ]] || die "--victims must be 1..99, got '$victims'"
 [[ "$fd_timeout_us" =~ ^[1-9][0-9]*$ ]] || die "--fd-timeout-us must be a positive integer, got '$fd_timeout_us'"
-memd="$build/memory/pandora-memd" bench="$build/workloads/bench/pandora-bench"
-ctl="$build/deploy/pandora-ctl" fd_a="$build/recovery/pandora-fd"
-for b in "$memd" "$bench" "$ctl" "$fd_a" ${fd_b:+"$fd_b"}; do
-  [[ -x "$b" ]] || die "$b not found (bash deploy/setup.sh release builds it)"
-done
+[[ -z "$fd_b" || -z "$build_b" ]] || die "--fd-b and --build-b exclude each other"
+# binaries_of BUILD: checks and prints that build's memd, bench, ctl and fd.
+binaries_of() {
+  local b
+  for b in "$1/memory/pandora-memd" "$1/workloads/bench/pandora-bench" "$1/deploy/pandora-ctl" \
+           "$1/recovery/pandora-fd"; do
+    [[ -x "$b" ]] || die "$b not found (bash deploy/setup.sh release builds it)"
+    printf '%s\n' "$b"
+  done
+}
+mapfile -t bin_a < <(binaries_of "$build")
+[[ ${#bin_a[@]} -eq 4 ]] || exit 1
+bin_b=()
+if [[ -n "$build_b" ]]; then
+  mapfile -t bin_b < <(binaries_of "$build_b")
+  [[ ${#bin_b[@]} -eq 4 ]] || exit 1
+elif [[ -n "$fd_b" ]]; then
+  [[ -x "$fd_b" ]] || die "$fd_b not found"
+  bin_b=("${bin_a[@]:0:3}" "$fd_b")
+fi
 command -v python3 >/dev/null 2>&1 || die "python3 not found"
 # shellcheck source=deploy/lib/private_dir.sh
 source "$script_dir/../lib/private_dir.sh"
@@ -78,7 +100,7 @@ trap cleanup EXIT
 # "incomplete". Runs in this shell (not in a command substitution), so an
 # interrupted run's trap stops what the round started.
 round() {
-  local fd="$1" i n
+  local memd="$1" bench="$2" ctl="$3" fd="$4" keep="$5" i n
   work="$(mktemp -d "${TMPDIR:-/tmp}/pandora-correlated.XXXXXX")"
   bench_pids=()
   bash "$root/deploy/local/cluster.sh" start --dir "$work/c" --nodes 2 --zookeeper --memd "$memd" --ctl "$ctl" \
@@ -138,6 +160,9 @@ PY
   kill -9 "${bench_pids[0]}" 2>/dev/null || true
   bench_pids=()
   bash "$root/deploy/local/cluster.sh" stop --dir "$work/c" >/dev/null 2>&1 || true
+  if [[ -n "$keep" ]]; then
+    rm -rf -- "$keep" && mkdir -p -- "$keep" && cp -- "$work"/c/fd*.log "$work"/b*.log "$keep"/ 2>/dev/null || true
+  fi
   rm -rf -- "$work"
   work=""
 }
@@ -145,10 +170,13 @@ PY
 : >"$out/rounds.txt"
 for ((r = 1; r <= rounds; r++)); do
   for variant in a b; do
-    [[ "$variant" == a || -n "$fd_b" ]] || continue
-    fd="$fd_a"
-    [[ "$variant" == a ]] || fd="$fd_b"
-    round "$fd" >"$out/round.out"
+    if [[ "$variant" == a ]]; then
+      round "${bin_a[@]}" "$([[ $keep_logs == 1 ]] && echo "$out/round-$r-a")" >"$out/round.out"
+    elif [[ ${#bin_b[@]} -eq 4 ]]; then
+      round "${bin_b[@]}" "$([[ $keep_logs == 1 ]] && echo "$out/round-$r-b")" >"$out/round.out"
+    else
+      continue
+    fi
     echo "round $r $variant: $(cat "$out/round.out")" | tee -a "$out/rounds.txt"
   done
 done
@@ -163,7 +191,7 @@ for line in open(sys.argv[1]):
     if len(vals) == 2:
         rows.setdefault(v, {})[int(r)] = tuple(map(float, vals))
 k = sys.argv[2]
-for v, name in (('a', 'pandora-fd (A)'), ('b', 'pandora-fd (B, --fd-b)')):
+for v, name in (('a', 'A'), ('b', 'B (--fd-b / --build-b)')):
     if v not in rows:
         continue
     told = [x[0] for x in rows[v].values()]

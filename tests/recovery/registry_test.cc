@@ -434,7 +434,7 @@ class RegistryZkTest : public ::testing::Test {
     // Their batch as the leader hands it to recover_together().
     std::vector<RecoveryCoordinator::FailedPid> failed(uint64_t detected_ns) const {
       std::vector<RecoveryCoordinator::FailedPid> out;
-      for (size_t i = 0; i < pids.size(); ++i) out.push_back({pids[i], detected_ns, &known[i]});
+      for (size_t i = 0; i < pids.size(); ++i) out.push_back({pids[i], detected_ns, known[i]});
       return out;
     }
   };
@@ -1141,6 +1141,61 @@ TEST_F(RegistryZkTest, ABatchCutShortAfterItsPushIsFinishedByTheNextLeader) {
     EXPECT_EQ(testing::raw_find(*leader, kTable, kKeys[i], 1).value, before);
   }
   listed = dc.reg->failed();
+  ASSERT_TRUE(listed);
+  EXPECT_EQ(*listed, pids);
+}
+
+// A pid the detector finds failed while a batch is recovered (one host's
+// processes crossed the timeout a few milliseconds apart) joins the batch
+// after its push: fenced, repaired and pushed before any ZooKeeper write,
+// then published and marked done with the others.
+TEST_F(RegistryZkTest, APidFailedDuringABatchJoinsItBeforeItsZooKeeperWrites) {
+  DaemonCluster dc;
+  auto leader = leader_with_one_table("joins", &dc);
+  ASSERT_TRUE(leader);
+  constexpr uint32_t kTable = 1;
+  const std::vector<uint8_t> before(16, 0x31), after(16, 0x32);
+  constexpr uint64_t kKeys[2] = {9, 21};
+  DeadNodes dead;
+  ASSERT_NO_FATAL_FAILURE(die_mid_commit(dc, kTable, kKeys, before, after, &dead));
+  const std::vector<uint16_t>& pids = dead.pids;
+  const std::vector<RecoveryCoordinator::FailedPid> both = dead.failed(1);
+
+  RecoveryCoordinatorOptions ro = pushing_coordinator_options(dc);
+  std::vector<std::vector<uint16_t>> asked;  // the batch at each question
+  ro.failed_since = [&](std::span<const uint16_t> batch) {
+    asked.emplace_back(batch.begin(), batch.end());
+    return std::vector<RecoveryCoordinator::FailedPid>{both[1]};  // the detector lists it from now on
+  };
+  const zk::ZkClientStats start = dc.reg->zk().stats();
+  std::vector<std::vector<uint16_t>> pushes;
+  std::vector<uint64_t> writes_at_push;
+  auto push = [&](std::span<const Endpoint>, std::span<const uint16_t> p) {
+    pushes.emplace_back(p.begin(), p.end());
+    writes_at_push.push_back(dc.reg->zk().stats().writes_waited);
+  };
+  RecoveryCoordinator coord(*dc.reg, *leader, ro, log_, push);
+  auto done = coord.recover_together(std::span<const RecoveryCoordinator::FailedPid>(both.data(), 1));
+  ASSERT_TRUE(done) << done.status().to_string();
+
+  ASSERT_EQ(pushes.size(), 2u);
+  EXPECT_EQ(pushes[0], std::vector<uint16_t>{pids[0]});
+  EXPECT_EQ(pushes[1], std::vector<uint16_t>{pids[1]});
+  EXPECT_EQ(writes_at_push[1], start.writes_waited) << "the late pid waited for a ZooKeeper write";
+  ASSERT_EQ(asked.size(), 2u) << "asked again after the late pid's push";
+  EXPECT_EQ(asked[0], std::vector<uint16_t>{pids[0]});
+  EXPECT_EQ(asked[1], pids);
+  ASSERT_EQ(done->size(), 2u) << "the late pid's record is returned too";
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ((*done)[i].pid, pids[i]);
+    EXPECT_EQ((*done)[i].step, RecoveryStep::kDone);
+    EXPECT_EQ((*done)[i].rolled_back, 1u);
+    EXPECT_EQ((*done)[i].together, 2u);
+    EXPECT_EQ(testing::raw_find(*leader, kTable, kKeys[i], 0).value, before);
+  }
+  // One multi publishing both, one marking both done.
+  EXPECT_EQ(dc.reg->zk().stats().writes_waited - start.writes_waited, 2u);
+  auto listed = dc.reg->failed();
   ASSERT_TRUE(listed);
   EXPECT_EQ(*listed, pids);
 }
