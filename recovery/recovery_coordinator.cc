@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <future>
 #include <thread>
 
 #include "recovery/ford_recovery.h"
@@ -139,70 +140,99 @@ Status RecoveryCoordinator::prepare_and_repair(std::span<const FailedPid> pids, 
   return Status::ok();
 }
 
+Status RecoveryCoordinator::repair_and_push(Batch& b) {
+  const size_t from = b.pending.size();
+  if (Status s = prepare_and_repair(std::span<const FailedPid>(b.pids).subspan(from), &b.pending); !s) return s;
+  std::vector<uint16_t> pushed;
+  for (size_t i = from; i < b.pending.size(); ++i) {
+    if (b.pending[i].next == Pending::Next::kRepair) pushed.push_back(b.pending[i].rec.pid);
+  }
+  if (pushed.empty()) return Status::ok();
+  // 5. Publish: the push to every compute node first, then the ZooKeeper
+  // write. From the push on, survivors steal the pids' latches; that is
+  // safe already (their writes are fenced, their lanes hold nothing
+  // undecided), and a leader that dies before the write is replaced by one
+  // that re-runs every step and finds the lanes empty. ZooKeeper's
+  // failed-ids is what nodes that missed the (UDP) push, or join later, read.
+  for (uint16_t pid : pushed) cluster_.failed_ids().add(pid);
+  push_failed(pushed);
+  if (pushed.size() > 1) {
+    logger_.info("{} pids pushed to the survivors together, before their ZooKeeper write", pushed.size());
+  }
+  b.repaired.insert(b.repaired.end(), pushed.begin(), pushed.end());
+  return Status::ok();
+}
+
+Result<size_t> RecoveryCoordinator::join_failed_since(Batch& b) {
+  if (b.repaired.empty() || b.join_rounds >= kJoinRounds || !options_.failed_since) return size_t{0};
+  std::vector<uint16_t> ids;
+  for (const FailedPid& f : b.pids) ids.push_back(f.pid);
+  size_t joined = 0;
+  for (FailedPid& f : options_.failed_since(ids)) {
+    if (f.pid == 0 || std::find(ids.begin(), ids.end(), f.pid) != ids.end()) continue;
+    ids.push_back(f.pid);
+    b.pids.push_back(std::move(f));
+    ++joined;
+  }
+  if (joined == 0) return joined;
+  ++b.join_rounds;
+  logger_.info("{} more pid(s) failed while {} were recovered: they join the batch", joined, b.repaired.size());
+  if (Status s = repair_and_push(b); !s) return s;
+  return joined;
+}
+
 Result<std::vector<RecoveryRecord>> RecoveryCoordinator::recover_together(std::span<const FailedPid> first) {
-  std::vector<FailedPid> pids(first.begin(), first.end());
-  std::vector<Pending> pending;
-  std::vector<uint16_t> repaired;
-  for (int round = 0;; ++round) {
-    const size_t from = pending.size();
-    if (Status s = prepare_and_repair(std::span<const FailedPid>(pids).subspan(from), &pending); !s) return s;
-    std::vector<uint16_t> pushed;
-    for (size_t i = from; i < pending.size(); ++i) {
-      if (pending[i].next == Pending::Next::kRepair) pushed.push_back(pending[i].rec.pid);
-    }
-    if (!pushed.empty()) {
-      // 5. Publish: the push to every compute node first, then the
-      // synchronous ZooKeeper write (one multi for the batch). From the
-      // push on, survivors steal the pids' latches; that is safe already
-      // (their writes are fenced, their lanes hold nothing undecided), and
-      // a leader that dies before the write is replaced by one that re-runs
-      // every step and finds the lanes empty. ZooKeeper's failed-ids is
-      // what nodes that missed the (UDP) push, or join later, read.
-      for (uint16_t pid : pushed) cluster_.failed_ids().add(pid);
-      push_failed(pushed);
-      if (pushed.size() > 1) {
-        logger_.info("{} pids pushed to the survivors together, before their ZooKeeper write", pushed.size());
-      }
-      repaired.insert(repaired.end(), pushed.begin(), pushed.end());
-    }
-    // Pids that failed meanwhile join before the ZooKeeper writes (which
-    // take longer than the rest of a recovery): a host's processes may
-    // cross the timeout several milliseconds apart.
-    if (pushed.empty() || round + 1 >= kJoinRounds || !options_.failed_since) break;
-    std::vector<uint16_t> batch;
-    for (const FailedPid& f : pids) batch.push_back(f.pid);
-    size_t joined = 0;
-    for (FailedPid& f : options_.failed_since(batch)) {
-      if (f.pid == 0 || std::find(batch.begin(), batch.end(), f.pid) != batch.end()) continue;
-      batch.push_back(f.pid);
-      pids.push_back(std::move(f));
-      ++joined;
-    }
-    if (joined == 0) break;
-    logger_.info("{} more pid(s) failed while {} were recovered: they join the batch before its ZooKeeper writes",
-                 joined, repaired.size());
+  Batch b;
+  b.pids.assign(first.begin(), first.end());
+  if (Status s = repair_and_push(b); !s) return s;
+  // Pids that failed meanwhile join before the ZooKeeper writes (which
+  // take longer than the rest of a recovery): a host's processes may cross
+  // the timeout several milliseconds apart.
+  for (;;) {
+    auto joined = join_failed_since(b);
+    if (!joined) return joined.status();
+    if (*joined == 0) break;
   }
-  // Several: their publishing writes as one multi.
-  const bool publish_together = repaired.size() > 1;
-  std::vector<Registry::ToPublish> batch;
-  for (Pending& p : pending) {
-    if (p.next != Pending::Next::kRepair) continue;
-    p.rec.together = static_cast<uint32_t>(repaired.size());
-    if (publish_together) batch.push_back(Registry::ToPublish{p.rec, p.record_exists});
-  }
-  uint64_t together_us = 0;
-  if (publish_together) {
+  // The ZooKeeper writes, one multi per wave of pushed pids, run on another
+  // thread; pids that fail meanwhile are repaired and pushed at once and
+  // written with the next wave, instead of waiting for these writes.
+  std::vector<Pending>& pending = b.pending;
+  size_t written = 0;  // pending[0, written) are published (or not to publish)
+  while (written < pending.size()) {
+    std::vector<size_t> wave;
+    for (size_t i = written; i < pending.size(); ++i) {
+      if (pending[i].next == Pending::Next::kRepair) wave.push_back(i);
+    }
+    written = pending.size();
+    if (wave.empty()) continue;
+    std::vector<Registry::ToPublish> batch;
+    for (size_t i : wave) {
+      pending[i].rec.together = static_cast<uint32_t>(b.repaired.size());
+      batch.push_back(Registry::ToPublish{pending[i].rec, pending[i].record_exists});
+    }
     const auto t = Clock::now();
-    if (Status s = registry_.publish_failed_together(batch); !s) return s;
-    together_us = us_since(t);
+    std::future<Status> writing = std::async(std::launch::async, [this, batch = std::move(batch)] {
+      return batch.size() == 1 ? registry_.publish_failed(batch[0].record, batch[0].record_exists)
+                               : registry_.publish_failed_together(batch);
+    });
+    // Asked at least once per wave, then every 250 us until it is written.
+    do {
+      if (auto joined = join_failed_since(b); !joined) {
+        writing.wait();  // this wave's outcome no longer matters; a re-run repeats it
+        return joined.status();
+      }
+    } while (writing.wait_for(std::chrono::microseconds(250)) != std::future_status::ready);
+    if (Status s = writing.get(); !s) return s;
+    const uint64_t publish_us = us_since(t);
+    for (size_t i : wave) pending[i].rec.publish_us = publish_us;
   }
   std::vector<RecoveryRecord> out(pending.size());
   std::vector<RecoveryRecord> repaired_recs;
   for (size_t i = 0; i < pending.size(); ++i) {
     Pending& p = pending[i];
     if (p.next != Pending::Next::kRepair) continue;
-    if (publish_together) p.rec.publish_us = together_us;
-    if (Status s = publish_and_sweep(p, /*publish=*/!publish_together); !s) return s;
+    p.rec.together = static_cast<uint32_t>(b.repaired.size());  // the batch as it ended
+    sweep(p);
     repaired_recs.push_back(p.rec);
   }
   if (!repaired_recs.empty()) {
@@ -364,24 +394,17 @@ Status RecoveryCoordinator::repair(Pending& p) {
   return Status::ok();
 }
 
-Status RecoveryCoordinator::publish_and_sweep(Pending& p, bool publish) {
+void RecoveryCoordinator::sweep(Pending& p) {
   RecoveryRecord& rec = p.rec;
   const uint16_t pid = rec.pid;
-  auto t = Clock::now();
-  if (publish) {
-    if (Status s = registry_.publish_failed(rec, p.record_exists); !s) return s;
-    rec.publish_us = us_since(t);
-  }
-
   // 6. Post-publish sweep of the latches its logs name (optional: the
   // rest are stolen by whoever meets them).
-  t = Clock::now();
+  const auto t = Clock::now();
   const auto conns = cluster_.bootstrap_connections();
   auto swept = sweep_stray_latches(cluster_, conns, pid, p.latch_sites, crash_);
   if (swept) rec.swept = *swept;
   else logger_.warn("sweep of pid {}'s latches: {} (they will be stolen)", pid, swept.status().to_string());
   rec.sweep_us = us_since(t);
-  return Status::ok();
 }
 
 Result<RecoveryRecord> RecoveryCoordinator::finish(RecoveryRecord rec) {

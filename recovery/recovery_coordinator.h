@@ -250,10 +250,22 @@ class RecoveryCoordinator {
   Result<Pending> prepare(const FailedPid& f, const std::optional<RecoveryRecord>& existing);
   // Steps 2..4: fence, log recovery, truncation.
   Status repair(Pending& p);
-  // Steps 5 (the ZooKeeper write, unless `publish` is false: written with
-  // its batch; the push was sent before) and 6 (the sweep); 7 follows for
-  // the whole batch.
-  Status publish_and_sweep(Pending& p, bool publish);
+  // A recover_together() in progress: the pids so far, in order, and what
+  // was prepared and pushed of them.
+  struct Batch {
+    std::vector<FailedPid> pids;
+    std::vector<Pending> pending;    // pids[0, pending.size()) prepared
+    std::vector<uint16_t> repaired;  // pushed, in order
+    int join_rounds = 0;             // failed_since answers that added pids
+  };
+  // Steps 1..5's push for the pids of `b` not prepared yet.
+  Status repair_and_push(Batch& b);
+  // Asks options.failed_since (once something was pushed, at most
+  // kJoinRounds times) and repairs and pushes what it adds. How many joined.
+  Result<size_t> join_failed_since(Batch& b);
+  // Step 6: the post-publish sweep of the latches its logs name (its
+  // failure is logged: what is left is stolen).
+  void sweep(Pending& p);
   // Step 7 alone: the lane lease released, the record marked done.
   Result<RecoveryRecord> finish(RecoveryRecord rec);
   // A pid that is not repaired with the batch: done already, published

@@ -26,6 +26,7 @@ Options:
   --fd-b PATH         a second pandora-fd to compare with (run A B A B)
   --build-b DIR       a second Release build to compare with: every binary of it (run A B A B)
   --fd-timeout-us US  the detector's timeout                               [50000]
+  --stagger-ms MS     kill the victims one by one, MS milliseconds apart   [0: at once]
   --out DIR           rounds.txt, summary.txt (and kept logs)  [/tmp/pandora-correlated-failures]
   --keep-logs         keep every round's detector and bench logs in OUT/round-R-V/
   -h, --help          this help
@@ -40,6 +41,7 @@ build="$root/build/release"
 fd_b=""
 build_b=""
 keep_logs=0
+stagger_ms=0
 fd_timeout_us=50000
 out="/tmp/pandora-correlated-failures"
 while [[ $# -gt 0 ]]; do
@@ -50,6 +52,7 @@ while [[ $# -gt 0 ]]; do
     --fd-b) fd_b="${2:?--fd-b needs a value}"; shift 2 ;;
     --build-b) build_b="${2:?--build-b needs a value}"; shift 2 ;;
     --keep-logs) keep_logs=1; shift ;;
+    --stagger-ms) stagger_ms="${2:?--stagger-ms needs a value}"; shift 2 ;;
     --fd-timeout-us) fd_timeout_us="${2:?--fd-timeout-us needs a value}"; shift 2 ;;
     --out) out="${2:?--out needs a value}"; shift 2 ;;
     -h|--help) usage; exit 0 ;;
@@ -58,6 +61,7 @@ while [[ $# -gt 0 ]]; do
 done
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || die "--rounds must be a positive integer, got '$rounds'"
 [[ "$victims" =~ ^[1-9][0-9]?$ ]] || die "--victims must be 1..99, got '$victims'"
+[[ "$stagger_ms" =~ ^[0-9]{1,4}$ ]] || die "--stagger-ms must be 0..9999, got '$stagger_ms'"
 [[ "$fd_timeout_us" =~ ^[1-9][0-9]*$ ]] || die "--fd-timeout-us must be a positive integer, got '$fd_timeout_us'"
 [[ -z "$fd_b" || -z "$build_b" ]] || die "--fd-b and --build-b exclude each other"
 # binaries_of BUILD: checks and prints that build's memd, bench, ctl and fd.
@@ -125,7 +129,18 @@ round() {
     done
   done
   sleep 1
-  kill -9 "${bench_pids[@]:1}"
+  if [[ "$stagger_ms" == 0 ]]; then
+    kill -9 "${bench_pids[@]:1}"
+  else
+    # One process after another (a host whose processes do not all die at
+    # the same instant): python sleeps precisely enough between the kills.
+    python3 -c 'import os, signal, sys, time
+gap = int(sys.argv[1]) / 1000.0
+for i, p in enumerate(sys.argv[2:]):
+    if i:
+        time.sleep(gap)
+    os.kill(int(p), signal.SIGKILL)' "$stagger_ms" "${bench_pids[@]:1}"
+  fi
   # Until the survivor was told every victim and the leader marked them done.
   deadline=$((SECONDS + 30))
   while :; do

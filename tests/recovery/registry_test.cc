@@ -307,6 +307,19 @@ Result<MemberRecord> register_retrying(Registry& reg, const MemberRecord& want, 
   return m;
 }
 
+// What RegistryZkTest::run_join() saw.
+struct JoinRun {
+  std::vector<uint16_t> pids;
+  std::vector<std::vector<uint16_t>> asked;   // the batch at each question
+  std::vector<std::vector<uint16_t>> pushes;
+  std::vector<uint64_t> writes_at_push;       // waited ZooKeeper writes so far, at each push
+  std::vector<bool> first_listed_at_push;     // whether failed/<first pid> was written then
+  uint64_t writes = 0;                        // waited ZooKeeper writes in all
+  std::vector<RecoveryRecord> done;
+  bool values_rolled_back = false;            // both half-done commits undone
+  std::vector<uint16_t> listed;               // failed/ afterwards
+};
+
 // One ensemble and two memory daemons for every ZooKeeper test of this
 // process (ctest runs each test in its own process).
 class RegistryZkTest : public ::testing::Test {
@@ -455,6 +468,7 @@ class RegistryZkTest : public ::testing::Test {
   // A daemon cluster and its FD leader's data plane (a kFd member), which
   // created table 1 ("t", 16-byte values) and read the directory; null
   // (and a test failure) when a step fails.
+  void run_join(std::string_view name, int from_question, JoinRun* out);
   std::unique_ptr<Cluster> leader_with_one_table(std::string_view name, DaemonCluster* dc) {
     start_daemon_cluster(name, dc);
     if (::testing::Test::HasFatalFailure()) return nullptr;
@@ -1145,59 +1159,93 @@ TEST_F(RegistryZkTest, ABatchCutShortAfterItsPushIsFinishedByTheNextLeader) {
   EXPECT_EQ(*listed, pids);
 }
 
-// A pid the detector finds failed while a batch is recovered (one host's
-// processes crossed the timeout a few milliseconds apart) joins the batch
-// after its push: fenced, repaired and pushed before any ZooKeeper write,
-// then published and marked done with the others.
-TEST_F(RegistryZkTest, APidFailedDuringABatchJoinsItBeforeItsZooKeeperWrites) {
+// Two compute nodes that died mid-commit; recover_together() is given the
+// first only, and the detector (failed_since) lists the second from
+// question `from_question` on. What the run did:
+void RegistryZkTest::run_join(std::string_view name, int from_question, JoinRun* out) {
   DaemonCluster dc;
-  auto leader = leader_with_one_table("joins", &dc);
+  auto leader = leader_with_one_table(name, &dc);
   ASSERT_TRUE(leader);
   constexpr uint32_t kTable = 1;
   const std::vector<uint8_t> before(16, 0x31), after(16, 0x32);
   constexpr uint64_t kKeys[2] = {9, 21};
   DeadNodes dead;
   ASSERT_NO_FATAL_FAILURE(die_mid_commit(dc, kTable, kKeys, before, after, &dead));
-  const std::vector<uint16_t>& pids = dead.pids;
+  out->pids = dead.pids;
   const std::vector<RecoveryCoordinator::FailedPid> both = dead.failed(1);
 
   RecoveryCoordinatorOptions ro = pushing_coordinator_options(dc);
-  std::vector<std::vector<uint16_t>> asked;  // the batch at each question
   ro.failed_since = [&](std::span<const uint16_t> batch) {
-    asked.emplace_back(batch.begin(), batch.end());
-    return std::vector<RecoveryCoordinator::FailedPid>{both[1]};  // the detector lists it from now on
+    out->asked.emplace_back(batch.begin(), batch.end());
+    return static_cast<int>(out->asked.size()) < from_question ? std::vector<RecoveryCoordinator::FailedPid>{}
+                                                               : std::vector<RecoveryCoordinator::FailedPid>{both[1]};
   };
-  const zk::ZkClientStats start = dc.reg->zk().stats();
-  std::vector<std::vector<uint16_t>> pushes;
-  std::vector<uint64_t> writes_at_push;
+  const uint64_t start = dc.reg->zk().stats().writes_waited;
   auto push = [&](std::span<const Endpoint>, std::span<const uint16_t> p) {
-    pushes.emplace_back(p.begin(), p.end());
-    writes_at_push.push_back(dc.reg->zk().stats().writes_waited);
+    out->pushes.emplace_back(p.begin(), p.end());
+    out->writes_at_push.push_back(dc.reg->zk().stats().writes_waited - start);
+    auto f = dc.reg->failed();
+    out->first_listed_at_push.push_back(f && std::binary_search(f->begin(), f->end(), out->pids[0]));
   };
   RecoveryCoordinator coord(*dc.reg, *leader, ro, log_, push);
   auto done = coord.recover_together(std::span<const RecoveryCoordinator::FailedPid>(both.data(), 1));
   ASSERT_TRUE(done) << done.status().to_string();
-
-  ASSERT_EQ(pushes.size(), 2u);
-  EXPECT_EQ(pushes[0], std::vector<uint16_t>{pids[0]});
-  EXPECT_EQ(pushes[1], std::vector<uint16_t>{pids[1]});
-  EXPECT_EQ(writes_at_push[1], start.writes_waited) << "the late pid waited for a ZooKeeper write";
-  ASSERT_EQ(asked.size(), 2u) << "asked again after the late pid's push";
-  EXPECT_EQ(asked[0], std::vector<uint16_t>{pids[0]});
-  EXPECT_EQ(asked[1], pids);
-  ASSERT_EQ(done->size(), 2u) << "the late pid's record is returned too";
-  for (size_t i = 0; i < 2; ++i) {
-    EXPECT_EQ((*done)[i].pid, pids[i]);
-    EXPECT_EQ((*done)[i].step, RecoveryStep::kDone);
-    EXPECT_EQ((*done)[i].rolled_back, 1u);
-    EXPECT_EQ((*done)[i].together, 2u);
-    EXPECT_EQ(testing::raw_find(*leader, kTable, kKeys[i], 0).value, before);
-  }
-  // One multi publishing both, one marking both done.
-  EXPECT_EQ(dc.reg->zk().stats().writes_waited - start.writes_waited, 2u);
+  out->done = *done;
+  out->writes = dc.reg->zk().stats().writes_waited - start;
+  out->values_rolled_back = true;
+  for (uint64_t key : kKeys) out->values_rolled_back &= testing::raw_find(*leader, kTable, key, 0).value == before;
   auto listed = dc.reg->failed();
   ASSERT_TRUE(listed);
-  EXPECT_EQ(*listed, pids);
+  out->listed = *listed;
+}
+
+// A pid the detector finds failed while a batch is recovered (one host's
+// processes crossed the timeout a few milliseconds apart) joins the batch
+// after its push: fenced, repaired and pushed before any ZooKeeper write,
+// then published and marked done with the others.
+TEST_F(RegistryZkTest, APidFailedDuringABatchJoinsItBeforeItsZooKeeperWrites) {
+  JoinRun r;
+  ASSERT_NO_FATAL_FAILURE(run_join("joins", 1, &r));
+  const std::vector<uint16_t>& pids = r.pids;
+  ASSERT_EQ(r.pushes.size(), 2u);
+  EXPECT_EQ(r.pushes[0], std::vector<uint16_t>{pids[0]});
+  EXPECT_EQ(r.pushes[1], std::vector<uint16_t>{pids[1]});
+  EXPECT_EQ(r.writes_at_push[1], 0u) << "the late pid waited for a ZooKeeper write";
+  ASSERT_GE(r.asked.size(), 2u) << "not asked again after the late pid's push";
+  EXPECT_EQ(r.asked[0], std::vector<uint16_t>{pids[0]});
+  for (size_t i = 1; i < r.asked.size(); ++i) EXPECT_EQ(r.asked[i], pids) << "question " << i;
+  ASSERT_EQ(r.done.size(), 2u) << "the late pid's record is returned too";
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(r.done[i].pid, pids[i]);
+    EXPECT_EQ(r.done[i].step, RecoveryStep::kDone);
+    EXPECT_EQ(r.done[i].rolled_back, 1u);
+    EXPECT_EQ(r.done[i].together, 2u);
+  }
+  EXPECT_TRUE(r.values_rolled_back);
+  EXPECT_EQ(r.writes, 2u) << "not one multi publishing both and one marking both done";
+  EXPECT_EQ(r.listed, pids);
+}
+
+// A pid found failed while the batch's ZooKeeper write is under way does
+// not wait for it: it is repaired and pushed meanwhile and written next.
+// (The second question is asked once the first pid's write has started.)
+TEST_F(RegistryZkTest, APidFailedDuringABatchsZooKeeperWriteDoesNotWaitForIt) {
+  JoinRun r;
+  ASSERT_NO_FATAL_FAILURE(run_join("joins-late", 2, &r));
+  const std::vector<uint16_t>& pids = r.pids;
+  ASSERT_EQ(r.pushes.size(), 2u) << "the late pid was not pushed";
+  EXPECT_EQ(r.pushes[0], std::vector<uint16_t>{pids[0]});
+  EXPECT_EQ(r.pushes[1], std::vector<uint16_t>{pids[1]});
+  EXPECT_FALSE(r.first_listed_at_push[0]);
+  ASSERT_EQ(r.done.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(r.done[i].pid, pids[i]);
+    EXPECT_EQ(r.done[i].step, RecoveryStep::kDone);
+    EXPECT_EQ(r.done[i].together, 2u);
+  }
+  EXPECT_TRUE(r.values_rolled_back);
+  EXPECT_EQ(r.writes, 3u) << "not two publishing writes (one per wave) and one marking both done";
+  EXPECT_EQ(r.listed, pids);
 }
 
 // Publishing several pids in one multi assumes each is as the caller
