@@ -9,6 +9,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -88,6 +89,15 @@ TEST_F(CtlStatsTest, ReportsWhatEachDaemonServedAndRefusedAndWhetherItIsTheBound
   ClientIdentity stranger = memd(0).identity(0);
   stranger.secret = "not the cluster's secret, 32 bytes";
   ASSERT_FALSE(ControlClient::connect(memd(0).endpoint(), stranger, 5s));
+  // An operator fences two (unused) pids at node 2, in one request.
+  ClientIdentity admin = memd(1).identity(0);
+  admin.role = wire::Role::kAdmin;
+  {
+    auto ctl = ControlClient::connect(memd(1).endpoint(), admin, 5s);
+    ASSERT_TRUE(ctl) << ctl.status().to_string();
+    const std::vector<uint16_t> two{40, 41};
+    ASSERT_TRUE((*ctl)->fence(two));
+  }
 
   ASSERT_EQ(stats({"--json"}, &out), 0) << out;
   const nlohmann::json doc = json_of(out);
@@ -104,6 +114,8 @@ TEST_F(CtlStatsTest, ReportsWhatEachDaemonServedAndRefusedAndWhetherItIsTheBound
     EXPECT_GT((*n)["stats"]["writes"].get<uint64_t>(), 0u) << "the load wrote to every node\n" << out;
     EXPECT_GT((*n)["stats"]["connections_total"].get<uint64_t>(), 0u) << out;
     EXPECT_EQ((*n)["stats"]["auth_failures"].get<uint64_t>(), id == 1 ? 1u : 0u) << out;
+    EXPECT_EQ((*n)["stats"]["fenced_nodes"].get<uint64_t>(), id == 2 ? 2u : 0u) << out;
+    EXPECT_EQ((*n)["stats"]["fence_requests"].get<uint64_t>(), id == 2 ? 1u : 0u) << out;
   }
 
   ASSERT_EQ(stats({}, &out), 0) << out;
@@ -112,6 +124,7 @@ TEST_F(CtlStatsTest, ReportsWhatEachDaemonServedAndRefusedAndWhetherItIsTheBound
   EXPECT_NE(out.find(first), std::string::npos) << out;
   EXPECT_NE(out.find("the one the record binds"), std::string::npos) << out;
   EXPECT_NE(out.find("refused 1 login(s)"), std::string::npos) << out;
+  EXPECT_NE(out.find("2 compute id(s) fenced (1 fence request(s) served)"), std::string::npos) << out;
 }
 
 // The record binds node 2 to a daemon that is not the one at its address
