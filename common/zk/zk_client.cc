@@ -443,35 +443,51 @@ struct ZkClient::Impl {
   }
 
   // Submits with `submit(data)` (the C client's rc) and waits up to
-  // op_timeout for the completion. On timeout the call stays in the map
-  // until its completion arrives (or close), its watch is cancelled, and
-  // kUnavailable is returned.
+  // op_timeout for the completion (await_call).
   template <typename Submit>
   Status run(std::string_view op, std::string_view path, const std::shared_ptr<Call>& call, Submit&& submit) {
-    if (t_in_callback == this) {
+    if (Status s = refuse_in_callback(op, path); !s) {
       forget(call);
-      return Status(Errc::kInvalidArgument,
-                    fmt::format("zookeeper {} {}: synchronous call from inside a ZooKeeper callback (its answer "
-                                "would be delivered by this very thread); call from another thread",
-                                op, path));
+      return s;
     }
-    int rc = submit(static_cast<const void*>(call.get()));
-    if (rc != ZOK) {
-      // Refused before a completion was queued, except ZMARSHALLINGERROR
-      // (out of memory after queuing): keep that call until close.
-      if (rc != ZMARSHALLINGERROR) forget(call);
-      return error(rc, op, path);
-    }
-    std::unique_lock<std::mutex> lock(call->mu);
-    if (!call->cv.wait_for(lock, options.op_timeout, [&] { return call->done; })) {
+    if (Status s = submitted(submit(static_cast<const void*>(call.get())), call, op, path); !s) return s;
+    return await_call(*call, std::chrono::steady_clock::now() + options.op_timeout, op, path);
+  }
+
+  // A synchronous call from a ZooKeeper callback would wait for an answer
+  // only that very thread can deliver.
+  Status refuse_in_callback(std::string_view op, std::string_view path) const {
+    if (t_in_callback != this) return Status::ok();
+    return Status(Errc::kInvalidArgument,
+                  fmt::format("zookeeper {} {}: synchronous call from inside a ZooKeeper callback (its answer "
+                              "would be delivered by this very thread); call from another thread",
+                              op, path));
+  }
+
+  // The C client's answer `rc` to submitting `call`. Refused before a
+  // completion was queued, except ZMARSHALLINGERROR (out of memory after
+  // queuing): the call is forgotten, but that one is kept until close.
+  Status submitted(int rc, const std::shared_ptr<Call>& call, std::string_view op, std::string_view path) {
+    if (rc == ZOK) return Status::ok();
+    if (rc != ZMARSHALLINGERROR) forget(call);
+    return error(rc, op, path);
+  }
+
+  // Waits until `deadline` for a submitted call's completion. On timeout
+  // the call stays in the map until its completion arrives (or close), its
+  // watch is cancelled, and kUnavailable is returned.
+  Status await_call(Call& call, std::chrono::steady_clock::time_point deadline, std::string_view op,
+                    std::string_view path) {
+    std::unique_lock<std::mutex> lock(call.mu);
+    if (!call.cv.wait_until(lock, deadline, [&] { return call.done; })) {
       lock.unlock();
-      if (call->watch_id != 0) cancel_watch(call->watch_id);
+      if (call.watch_id != 0) cancel_watch(call.watch_id);
       return Status(Errc::kUnavailable,
                     fmt::format("zookeeper {} {}: no answer within {} ms ({}) from {} (the operation may or may "
                                 "not have been applied)",
                                 op, path, options.op_timeout.count(), zerror(ZOPERATIONTIMEOUT), options.hosts));
     }
-    if (call->rc != ZOK) return error(call->rc, op, path);
+    if (call.rc != ZOK) return error(call.rc, op, path);
     return Status::ok();
   }
 
@@ -625,43 +641,26 @@ std::vector<Result<Node>> ZkClient::get_many(std::span<const std::string> paths)
   out.reserve(paths.size());
   if (paths.empty()) return out;
   m.gets_waited.fetch_add(1, std::memory_order_relaxed);
-  if (t_in_callback == &m) {
-    for (const std::string& p : paths) {
-      out.push_back(Status(Errc::kInvalidArgument,
-                           fmt::format("zookeeper get {}: synchronous call from inside a ZooKeeper callback", p)));
-    }
+  if (!m.refuse_in_callback("get", paths.front())) {
+    for (const std::string& p : paths) out.push_back(m.refuse_in_callback("get", p));
     return out;
   }
   std::vector<std::shared_ptr<Impl::Call>> calls;
   std::vector<Status> refused;
   for (const std::string& p : paths) {
     auto call = m.new_call();
-    const int rc = zoo_aget(m.zh, p.c_str(), 0, Impl::data_done, call.get());
-    if (rc != ZOK) {
-      if (rc != ZMARSHALLINGERROR) m.forget(call);  // as run(): never completed
-      refused.push_back(m.error(rc, "get", p));
-    } else {
-      refused.push_back(Status::ok());
-    }
+    refused.push_back(m.submitted(zoo_aget(m.zh, p.c_str(), 0, Impl::data_done, call.get()), call, "get", p));
     calls.push_back(std::move(call));
   }
   const auto deadline = std::chrono::steady_clock::now() + m.options.op_timeout;
   for (size_t i = 0; i < paths.size(); ++i) {
-    if (!refused[i]) {
-      out.push_back(refused[i]);
+    Status s = refused[i] ? m.await_call(*calls[i], deadline, "get", paths[i]) : refused[i];
+    if (!s) {
+      out.push_back(s);
       continue;
     }
-    Impl::Call& call = *calls[i];
-    std::unique_lock<std::mutex> lock(call.mu);
-    if (!call.cv.wait_until(lock, deadline, [&] { return call.done; })) {
-      out.push_back(Status(Errc::kUnavailable,
-                           fmt::format("zookeeper get {}: no answer within {} ms ({}) from {}", paths[i],
-                                       m.options.op_timeout.count(), zerror(ZOPERATIONTIMEOUT), m.options.hosts)));
-    } else if (call.rc != ZOK) {
-      out.push_back(m.error(call.rc, "get", paths[i]));
-    } else {
-      out.push_back(Node{std::move(call.value), call.stat});
-    }
+    std::lock_guard<std::mutex> lock(calls[i]->mu);
+    out.push_back(Node{std::move(calls[i]->value), calls[i]->stat});
   }
   return out;
 }
