@@ -899,8 +899,10 @@ Result<std::vector<uint16_t>> Registry::watch_members(std::function<void()> on_c
   return pid_children("compute", std::move(on_change));
 }
 
-Result<std::optional<RecoveryRecord>> Registry::recovery(uint16_t pid) {
-  auto node = zk_->get(path(fmt::format("recoveries/{}", pid)));
+namespace {
+
+// A recovery record as read: none when the node does not exist.
+Result<std::optional<RecoveryRecord>> recovery_record_of(const Result<zk::Node>& node) {
   if (!node) {
     if (node.status().code() == Errc::kNotFound) return std::optional<RecoveryRecord>();
     return node.status();
@@ -910,24 +912,22 @@ Result<std::optional<RecoveryRecord>> Registry::recovery(uint16_t pid) {
   return std::optional<RecoveryRecord>(*r);
 }
 
+}  // namespace
+
+Result<std::optional<RecoveryRecord>> Registry::recovery(uint16_t pid) {
+  return recovery_record_of(zk_->get(path(fmt::format("recoveries/{}", pid))));
+}
+
 Result<std::vector<std::optional<RecoveryRecord>>> Registry::recoveries_of(std::span<const uint16_t> pids) {
   std::vector<std::string> paths;
   paths.reserve(pids.size());
   for (uint16_t pid : pids) paths.push_back(path(fmt::format("recoveries/{}", pid)));
-  std::vector<Result<zk::Node>> nodes = zk_->get_many(paths);
   std::vector<std::optional<RecoveryRecord>> out;
   out.reserve(pids.size());
-  for (Result<zk::Node>& node : nodes) {
-    if (!node) {
-      if (node.status().code() == Errc::kNotFound) {
-        out.emplace_back();
-        continue;
-      }
-      return node.status();
-    }
-    auto r = decode_recovery_record(node->data);
+  for (const Result<zk::Node>& node : zk_->get_many(paths)) {
+    auto r = recovery_record_of(node);
     if (!r) return r.status();
-    out.emplace_back(*r);
+    out.push_back(std::move(*r));
   }
   return out;
 }
