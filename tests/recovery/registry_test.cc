@@ -484,7 +484,25 @@ class RegistryZkTest : public ::testing::Test {
       return nullptr;
     }
     return leader;
+  }  // A leader with table 1 and two compute nodes that each died in a commit
+  // to one of kKeys (rows `before`, writing `after`): where the batch
+  // tests start.
+  struct TwoDied {
+    static constexpr uint32_t kTable = 1;
+    static constexpr uint64_t kKeys[2] = {9, 21};
+    DaemonCluster dc;
+    std::unique_ptr<Cluster> leader;
+    DeadNodes dead;
+    std::vector<uint8_t> before, after;
+  };
+  void two_died_mid_commit(std::string_view name, uint8_t fill, TwoDied* t) {
+    t->leader = leader_with_one_table(name, &t->dc);
+    ASSERT_TRUE(t->leader);
+    t->before.assign(16, fill);
+    t->after.assign(16, static_cast<uint8_t>(fill + 1));
+    ASSERT_NO_FATAL_FAILURE(die_mid_commit(t->dc, TwoDied::kTable, TwoDied::kKeys, t->before, t->after, &t->dead));
   }
+
   // Loads key `key` of `table` with `before`, then leaves what `node`
   // leaves when it dies in a commit of `after` to it: latched on its
   // primary by a transaction of its own, the log record written to every
@@ -1020,14 +1038,14 @@ TEST_F(RegistryZkTest, SurvivorsAreToldBeforeAnyWaitedZooKeeperWrite) {
 // stolen only after k - 1 full recoveries, each ending with a waited
 // ZooKeeper write. Then one multi publishes both, and each is marked done.
 TEST_F(RegistryZkTest, PidsFailedTogetherArePushedTogetherBeforeAnyZooKeeperWrite) {
-  DaemonCluster dc;
-  auto leader = leader_with_one_table("together", &dc);
-  ASSERT_TRUE(leader);
-  constexpr uint32_t kTable = 1;
-  const std::vector<uint8_t> before(16, 0x55), after(16, 0x66);
-  constexpr uint64_t kKeys[2] = {9, 21};
-  DeadNodes dead;
-  ASSERT_NO_FATAL_FAILURE(die_mid_commit(dc, kTable, kKeys, before, after, &dead));
+  TwoDied t;
+  ASSERT_NO_FATAL_FAILURE(two_died_mid_commit("together", 0x55, &t));
+  DaemonCluster& dc = t.dc;
+  const std::unique_ptr<Cluster>& leader = t.leader;
+  const DeadNodes& dead = t.dead;
+  const std::vector<uint8_t>& before = t.before;
+  constexpr uint32_t kTable = TwoDied::kTable;
+  const auto& kKeys = TwoDied::kKeys;
   const std::vector<uint16_t>& pids = dead.pids;
 
   struct AtPush {
@@ -1113,14 +1131,14 @@ TEST_F(RegistryZkTest, PidsFailedTogetherArePushedTogetherBeforeAnyZooKeeperWrit
 // is decided twice, and the one multi publishes both. The dying leader is
 // played by a push callback that throws.
 TEST_F(RegistryZkTest, ABatchCutShortAfterItsPushIsFinishedByTheNextLeader) {
-  DaemonCluster dc;
-  auto leader = leader_with_one_table("batch-cut", &dc);
-  ASSERT_TRUE(leader);
-  constexpr uint32_t kTable = 1;
-  const std::vector<uint8_t> before(16, 0x77), after(16, 0x88);
-  constexpr uint64_t kKeys[2] = {9, 21};
-  DeadNodes dead;
-  ASSERT_NO_FATAL_FAILURE(die_mid_commit(dc, kTable, kKeys, before, after, &dead));
+  TwoDied t;
+  ASSERT_NO_FATAL_FAILURE(two_died_mid_commit("batch-cut", 0x77, &t));
+  DaemonCluster& dc = t.dc;
+  const std::unique_ptr<Cluster>& leader = t.leader;
+  const DeadNodes& dead = t.dead;
+  const std::vector<uint8_t>& before = t.before;
+  constexpr uint32_t kTable = TwoDied::kTable;
+  const auto& kKeys = TwoDied::kKeys;
   const std::vector<uint16_t>& pids = dead.pids;
   const std::vector<RecoveryCoordinator::FailedPid> failed = dead.failed(1);
   const RecoveryCoordinatorOptions ro = pushing_coordinator_options(dc);
@@ -1163,14 +1181,14 @@ TEST_F(RegistryZkTest, ABatchCutShortAfterItsPushIsFinishedByTheNextLeader) {
 // first only, and the detector (failed_since) lists the second from
 // question `from_question` on. What the run did:
 void RegistryZkTest::run_join(std::string_view name, int from_question, JoinRun* out) {
-  DaemonCluster dc;
-  auto leader = leader_with_one_table(name, &dc);
-  ASSERT_TRUE(leader);
-  constexpr uint32_t kTable = 1;
-  const std::vector<uint8_t> before(16, 0x31), after(16, 0x32);
-  constexpr uint64_t kKeys[2] = {9, 21};
-  DeadNodes dead;
-  ASSERT_NO_FATAL_FAILURE(die_mid_commit(dc, kTable, kKeys, before, after, &dead));
+  TwoDied t;
+  ASSERT_NO_FATAL_FAILURE(two_died_mid_commit(name, 0x31, &t));
+  DaemonCluster& dc = t.dc;
+  const std::unique_ptr<Cluster>& leader = t.leader;
+  const DeadNodes& dead = t.dead;
+  const std::vector<uint8_t>& before = t.before;
+  constexpr uint32_t kTable = TwoDied::kTable;
+  const auto& kKeys = TwoDied::kKeys;
   out->pids = dead.pids;
   const std::vector<RecoveryCoordinator::FailedPid> both = dead.failed(1);
 
