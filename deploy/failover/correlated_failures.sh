@@ -81,6 +81,7 @@ if [[ -n "$build_b" ]]; then
   [[ ${#bin_b[@]} -eq 4 ]] || exit 1
 elif [[ -n "$fd_b" ]]; then
   [[ -x "$fd_b" ]] || die "$fd_b not found"
+  [[ "${fd_b##*/}" == pandora-fd ]] || die "--fd-b must name a program called pandora-fd (cluster.sh stops the detector by that name), got '$fd_b'"
   bin_b=("${bin_a[@]:0:3}" "$fd_b")
 fi
 command -v python3 >/dev/null 2>&1 || die "python3 not found"

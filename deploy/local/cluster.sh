@@ -206,6 +206,10 @@ if [[ "$fd_nice" -lt 0 && "$(id -u)" -ne 0 ]]; then
   die "--fd-nice $fd_nice (a higher priority) needs root"
 fi
 [[ "$zk_root" == /* && "$zk_root" != */ ]] || die "--zk-root must be an absolute path without a trailing /, got '$zk_root'"
+# stop and status know the daemons by their program name (is_memd_pid,
+# is_fd_pid): one started under another name would be left running.
+[[ "${memd##*/}" == pandora-memd ]] || die "--memd must name a program called pandora-memd, got '$memd'"
+[[ "${fd_bin##*/}" == pandora-fd ]] || die "--fd must name a program called pandora-fd, got '$fd_bin'"
 if [[ "$cmd" == start-fd && "$fd_replicas" -eq 0 ]]; then
   fd_replicas=3
 fi

@@ -33,10 +33,12 @@ mkdir -m 777 "$t/shared" && refused "$t/shared/mine/deeper" "writable by others 
 [[ ! -e "$t/shared/mine" ]] || fail "created a directory under an unsafe one"
 mkdir -m 1777 "$t/sticky" && accepted "$t/sticky/mine"
 
-# A launcher refuses such a directory before it starts or writes anything.
+# A launcher refuses such a directory before it starts or writes anything
+# (its daemon program a stand-in under the name cluster.sh requires).
 chmod 777 "$t/open"
+mkdir "$t/bin" && ln -s /bin/true "$t/bin/pandora-memd"
 set +e
-out="$(bash "$root/deploy/local/cluster.sh" start --dir "$t/open" --memd /bin/true 2>&1)"
+out="$(bash "$root/deploy/local/cluster.sh" start --dir "$t/open" --memd "$t/bin/pandora-memd" 2>&1)"
 rc=$?
 set -e
 [[ $rc -eq 2 ]] || fail "cluster.sh start in a world-writable directory exited $rc, not 2: $out"
