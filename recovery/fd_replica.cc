@@ -88,6 +88,9 @@ struct Leadership {
   }
   std::unique_ptr<Membership> member;  // kFd member: pid + lane slot, no heartbeats
   std::unique_ptr<Cluster> cluster;
+  // The coordinator's publishing writes' own session
+  // (RecoveryCoordinatorOptions::publisher); outlives the coordinator.
+  std::unique_ptr<Registry> publisher;
   std::unique_ptr<RecoveryCoordinator> coordinator;
   bool resumed = false;
 };
@@ -447,6 +450,12 @@ class Replica {
     }
     maybe_recycle();
     maybe_replace();
+    if (lead_->coordinator && lead_->publisher->zk().expired()) {
+      // Publishing falls back to the main session meanwhile; a new one is
+      // opened with the next data plane.
+      log_.warn("the publishing ZooKeeper session expired: opening a new one");
+      drop_data_plane();
+    }
     if (!lead_->coordinator) return 0;  // rebuilt after a replacement
     // Compute pids failed together are recovered together (pushed to the
     // survivors in one go, before their ZooKeeper writes).
@@ -565,9 +574,7 @@ class Replica {
     follow_memory_record(registry_->cluster());  // watched again from its next heartbeat
     // This leader's cluster view still has the node failed over: rebuilt
     // from the record on the next round.
-    lead_->coordinator.reset();
-    lead_->member->detach();
-    lead_->cluster.reset();
+    drop_data_plane();
   }
 
   void maybe_recycle() {
@@ -581,11 +588,15 @@ class Replica {
   // A broken data connection is not repaired in place: the coordinator and
   // cluster view are rebuilt (same pid and slot) on the next round.
   void drop_data_plane_if_broken(const Status& s) {
-    if (s.code() == Errc::kDisconnected || s.code() == Errc::kTimeout || s.code() == Errc::kIo) {
-      lead_->coordinator.reset();
-      lead_->member->detach();  // attached again with the next cluster
-      lead_->cluster.reset();
-    }
+    if (s.code() == Errc::kDisconnected || s.code() == Errc::kTimeout || s.code() == Errc::kIo) drop_data_plane();
+  }
+
+  // The coordinator and cluster view go; become_leader() builds them again
+  // (same pid and slot) on the next round.
+  void drop_data_plane() {
+    lead_->coordinator.reset();
+    lead_->member->detach();  // attached again with the next cluster
+    lead_->cluster.reset();
   }
 
   Status become_leader() {
@@ -635,6 +646,11 @@ class Replica {
     }
     lead_->cluster = std::move(*cl);
     if (Status s = lead_->member->attach(*lead_->cluster); !s) return s;
+    if (!lead_->publisher || lead_->publisher->zk().expired()) {
+      auto pub = Registry::open(o_.zk, o_.root, o_.cluster_id, log_.child("publisher"));
+      if (!pub) return Status(pub.status().code(), "opening the publishing session: " + pub.status().message());
+      lead_->publisher = std::move(*pub);
+    }
 
     RecoveryCoordinatorOptions ro;
     ro.cluster_id = o_.cluster_id;
@@ -642,6 +658,7 @@ class Replica {
     ro.replica_id = o_.replica_id;
     fd::Detector* det = detector_.get();
     ro.push_targets = [this] { return push_targets(); };
+    ro.publisher = lead_->publisher.get();
     // Called by recover() on this (the main) thread while a ford pause waits
     // for acknowledgements, when the main loop does not run. The
     // housekeeper keeps watching the members registered since: one that

@@ -93,6 +93,18 @@ Status RecoveryCoordinator::fence_everywhere(std::span<const uint16_t> pids) {
   return admin_.fence(live_memory_nodes(registry_.cluster()), pids);
 }
 
+Status RecoveryCoordinator::publish(std::span<const Registry::ToPublish> wave) {
+  auto on = [&](Registry& r) {
+    return wave.size() == 1 ? r.publish_failed(wave[0].record, wave[0].record_exists) : r.publish_failed_together(wave);
+  };
+  if (options_.publisher != nullptr) {
+    Status s = on(*options_.publisher);
+    if (s) return s;
+    logger_.warn("publishing on the second ZooKeeper session: {} (publishing on the leader's)", s.to_string());
+  }
+  return on(registry_);
+}
+
 Result<RecoveryRecord> RecoveryCoordinator::recover(uint16_t pid, uint64_t detected_ns, const MemberRecord* known) {
   FailedPid one{pid, detected_ns, {}};
   if (known) one.known = *known;
@@ -211,10 +223,8 @@ Result<std::vector<RecoveryRecord>> RecoveryCoordinator::recover_together(std::s
       batch.push_back(Registry::ToPublish{pending[i].rec, pending[i].record_exists});
     }
     const auto t = Clock::now();
-    std::future<Status> writing = std::async(std::launch::async, [this, batch = std::move(batch)] {
-      return batch.size() == 1 ? registry_.publish_failed(batch[0].record, batch[0].record_exists)
-                               : registry_.publish_failed_together(batch);
-    });
+    std::future<Status> writing =
+        std::async(std::launch::async, [this, batch = std::move(batch)] { return publish(batch); });
     // Asked at least once per wave, then every 250 us until it is written.
     do {
       if (auto joined = join_failed_since(b); !joined) {
@@ -243,10 +253,10 @@ Result<std::vector<RecoveryRecord>> RecoveryCoordinator::recover_together(std::s
       if (p.next != Pending::Next::kRepair) continue;
       p.rec.step = RecoveryStep::kDone;
       const RecoveryRecord& rec = p.rec;
-      logger_.info("recovered pid {}: fence {} us, log recovery {} us ({} records, {} rolled back, {} rolled "
-                   "forward), truncate {} us, publish {} us, {} latches swept",
-                   rec.pid, rec.fence_us, rec.log_recovery_us, rec.records, rec.rolled_back, rec.rolled_forward,
-                   rec.truncate_us, rec.publish_us, rec.swept);
+      logger_.info("recovered pid {}: record read {} us, fence {} us, log recovery {} us ({} records, {} rolled "
+                   "back, {} rolled forward), truncate {} us, publish {} us, {} latches swept",
+                   rec.pid, rec.start_record_us, rec.fence_us, rec.log_recovery_us, rec.records, rec.rolled_back,
+                   rec.rolled_forward, rec.truncate_us, rec.publish_us, rec.swept);
     }
   }
   for (size_t i = 0; i < pending.size(); ++i) {

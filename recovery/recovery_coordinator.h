@@ -104,6 +104,16 @@ struct RecoveryCoordinatorOptions {
   // caller last read them). Without it the members are read from
   // ZooKeeper after the publish, which delays the push.
   std::function<std::vector<Endpoint>()> push_targets;
+  // A second registry session (optional, owned by the caller, outliving
+  // the coordinator) for recover_together's publishing writes. ZooKeeper
+  // answers one session's requests in order, so on the coordinator's own
+  // session the record read of a pid that joins a batch waited behind the
+  // batch's write (an fsync). A publishing write that fails there is
+  // repeated on the coordinator's session (publishing is idempotent).
+  // Reads of the coordinator's session see these writes once the batch's
+  // next write on it (marking the records done) has been answered: its
+  // server applies transactions in order.
+  Registry* publisher = nullptr;
 };
 
 // Sends the authenticated FailedPush for `pids` to `to` (the detector's).
@@ -250,6 +260,9 @@ class RecoveryCoordinator {
   Result<Pending> prepare(const FailedPid& f, const std::optional<RecoveryRecord>& existing);
   // Steps 2..4: fence, log recovery, truncation.
   Status repair(Pending& p);
+  // Step 5's ZooKeeper write of one wave of recover_together (see
+  // RecoveryCoordinatorOptions::publisher).
+  Status publish(std::span<const Registry::ToPublish> wave);
   // A recover_together() in progress: the pids so far, in order, and what
   // was prepared and pushed of them.
   struct Batch {

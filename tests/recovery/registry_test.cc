@@ -314,11 +314,26 @@ struct JoinRun {
   std::vector<std::vector<uint16_t>> pushes;
   std::vector<uint64_t> writes_at_push;       // waited ZooKeeper writes so far, at each push
   std::vector<bool> first_listed_at_push;     // whether failed/<first pid> was written then
-  uint64_t writes = 0;                        // waited ZooKeeper writes in all
+  uint64_t writes = 0;                        // waited ZooKeeper writes in all (the leader's session)
+  uint64_t publisher_writes = 0;              // those of the publishing session
   std::vector<RecoveryRecord> done;
   bool values_rolled_back = false;            // both half-done commits undone
   std::vector<uint16_t> listed;               // failed/ afterwards
 };
+
+// Both pids of a JoinRun recovered as one batch: their records done, in
+// order, their half-done commits rolled back, both listed as failed (read
+// on the leader's session).
+void expect_both_recovered(const JoinRun& r) {
+  ASSERT_EQ(r.done.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(r.done[i].pid, r.pids[i]);
+    EXPECT_EQ(r.done[i].step, RecoveryStep::kDone);
+    EXPECT_EQ(r.done[i].together, 2u);
+  }
+  EXPECT_TRUE(r.values_rolled_back);
+  EXPECT_EQ(r.listed, r.pids);
+}
 
 // One ensemble and two memory daemons for every ZooKeeper test of this
 // process (ctest runs each test in its own process).
@@ -465,10 +480,16 @@ class RegistryZkTest : public ::testing::Test {
       out->nodes.push_back(std::move(node));
     }
   }
+  // Two compute nodes died mid-commit; the leader recovers the first with
+  // recover_together() and the detector reports the second from its
+  // `from_question`-th question on (1: before any ZooKeeper write, 2: once
+  // the first wave's write runs). `publisher`: the coordinator's
+  // publishing session (RecoveryCoordinatorOptions::publisher).
+  enum class Publisher : uint8_t { kNone, kOwnSession, kCannotWrite };
+  void run_join(std::string_view name, int from_question, JoinRun* out, Publisher publisher = Publisher::kNone);
   // A daemon cluster and its FD leader's data plane (a kFd member), which
   // created table 1 ("t", 16-byte values) and read the directory; null
   // (and a test failure) when a step fails.
-  void run_join(std::string_view name, int from_question, JoinRun* out);
   std::unique_ptr<Cluster> leader_with_one_table(std::string_view name, DaemonCluster* dc) {
     start_daemon_cluster(name, dc);
     if (::testing::Test::HasFatalFailure()) return nullptr;
@@ -1180,7 +1201,7 @@ TEST_F(RegistryZkTest, ABatchCutShortAfterItsPushIsFinishedByTheNextLeader) {
 // Two compute nodes that died mid-commit; recover_together() is given the
 // first only, and the detector (failed_since) lists the second from
 // question `from_question` on. What the run did:
-void RegistryZkTest::run_join(std::string_view name, int from_question, JoinRun* out) {
+void RegistryZkTest::run_join(std::string_view name, int from_question, JoinRun* out, Publisher publisher) {
   TwoDied t;
   ASSERT_NO_FATAL_FAILURE(two_died_mid_commit(name, 0x31, &t));
   DaemonCluster& dc = t.dc;
@@ -1205,11 +1226,22 @@ void RegistryZkTest::run_join(std::string_view name, int from_question, JoinRun*
     auto f = dc.reg->failed();
     out->first_listed_at_push.push_back(f && std::binary_search(f->begin(), f->end(), out->pids[0]));
   };
+  std::unique_ptr<Registry> pub;
+  if (publisher != Publisher::kNone) {
+    zk::ZkOptions o = zk_options();
+    // Another identity: it reads the tree (world-readable) but every write fails.
+    if (publisher == Publisher::kCannotWrite) o.auth = registry_auth("another cluster's secret, 32 byte");
+    auto opened = Registry::open(o, root(name), dc.record.cluster_id, log_);
+    ASSERT_TRUE(opened) << opened.status().to_string();
+    pub = std::move(*opened);
+    ro.publisher = pub.get();
+  }
   RecoveryCoordinator coord(*dc.reg, *leader, ro, log_, push);
   auto done = coord.recover_together(std::span<const RecoveryCoordinator::FailedPid>(both.data(), 1));
   ASSERT_TRUE(done) << done.status().to_string();
   out->done = *done;
   out->writes = dc.reg->zk().stats().writes_waited - start;
+  if (pub) out->publisher_writes = pub->zk().stats().writes_waited;
   out->values_rolled_back = true;
   for (uint64_t key : kKeys) out->values_rolled_back &= testing::raw_find(*leader, kTable, key, 0).value == before;
   auto listed = dc.reg->failed();
@@ -1255,15 +1287,34 @@ TEST_F(RegistryZkTest, APidFailedDuringABatchsZooKeeperWriteDoesNotWaitForIt) {
   EXPECT_EQ(r.pushes[0], std::vector<uint16_t>{pids[0]});
   EXPECT_EQ(r.pushes[1], std::vector<uint16_t>{pids[1]});
   EXPECT_FALSE(r.first_listed_at_push[0]);
-  ASSERT_EQ(r.done.size(), 2u);
-  for (size_t i = 0; i < 2; ++i) {
-    EXPECT_EQ(r.done[i].pid, pids[i]);
-    EXPECT_EQ(r.done[i].step, RecoveryStep::kDone);
-    EXPECT_EQ(r.done[i].together, 2u);
-  }
-  EXPECT_TRUE(r.values_rolled_back);
   EXPECT_EQ(r.writes, 3u) << "not two publishing writes (one per wave) and one marking both done";
-  EXPECT_EQ(r.listed, pids);
+  expect_both_recovered(r);
+}
+
+// With a publishing session the two waves' writes go through it, so the
+// late pid's record read on the leader's session queues behind neither;
+// the leader's session writes only the records done, after which its reads
+// show what the other session wrote (the failed/ list).
+TEST_F(RegistryZkTest, APublishingSessionTakesTheBatchsPublishingWrites) {
+  JoinRun r;
+  ASSERT_NO_FATAL_FAILURE(run_join("joins-publisher", 2, &r, Publisher::kOwnSession));
+  const std::vector<uint16_t>& pids = r.pids;
+  ASSERT_EQ(r.pushes.size(), 2u);
+  EXPECT_EQ(r.pushes[1], std::vector<uint16_t>{pids[1]});
+  EXPECT_EQ(r.publisher_writes, 2u) << "not one publishing write per wave on the publishing session";
+  EXPECT_EQ(r.writes, 1u) << "the leader's session wrote more than the records done";
+  expect_both_recovered(r);
+}
+
+// A publishing session that fails (here: an identity that may not write;
+// an expired session fails the same way) costs the recovery nothing but
+// the attempt: each wave is written on the leader's session instead.
+TEST_F(RegistryZkTest, APublishingSessionThatFailsFallsBackToTheLeadersSession) {
+  JoinRun r;
+  ASSERT_NO_FATAL_FAILURE(run_join("joins-publisher-fails", 2, &r, Publisher::kCannotWrite));
+  EXPECT_EQ(r.publisher_writes, 2u) << "each wave is tried on the publishing session first";
+  EXPECT_EQ(r.writes, 3u) << "not two publishing writes and one marking both done on the leader's session";
+  expect_both_recovered(r);
 }
 
 // Publishing several pids in one multi assumes each is as the caller
