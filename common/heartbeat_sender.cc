@@ -1,11 +1,14 @@
 #include "common/heartbeat_sender.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -109,15 +112,31 @@ HeartbeatSenderStats HeartbeatSender::stats() const {
 
 void HeartbeatSender::run() {
   using Clock = std::chrono::steady_clock;
+  bool realtime = false;
+  if (options_.realtime) {
+    sched_param p{};
+    p.sched_priority = ::sched_get_priority_min(SCHED_FIFO);
+    const int rc = ::pthread_setschedparam(::pthread_self(), SCHED_FIFO, &p);
+    realtime = rc == 0;
+    if (!realtime) log_.debug("heartbeat thread not real-time (SCHED_FIFO refused: {})", std::strerror(rc));
+  }
   // On Linux a thread's nice value is per thread (its tid names it).
-  const bool raised = ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), options_.nice) == 0;
+  const bool raised = realtime || ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), options_.nice) == 0;
   if (!raised) {
     log_.debug("heartbeat thread keeps its priority (nice {} refused: {})", options_.nice, std::strerror(errno));
   }
   std::unique_lock lock(mu_);
   stats_.priority_raised = raised;
+  stats_.realtime = realtime;
   Clock::time_point next = Clock::now();
+  Clock::time_point last_round{};
   while (!stopping_) {
+    const Clock::time_point round = Clock::now();
+    if (stats_.rounds > 0) {
+      const auto gap = std::chrono::duration_cast<std::chrono::microseconds>(round - last_round).count();
+      stats_.longest_gap_us = std::max<uint64_t>(stats_.longest_gap_us, static_cast<uint64_t>(gap));
+    }
+    last_round = round;
     send_round();
     next += options_.period;
     const Clock::time_point now = Clock::now();

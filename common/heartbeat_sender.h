@@ -32,11 +32,19 @@ struct HeartbeatSenderOptions {
   wire::SenderKind kind = wire::SenderKind::kCompute;
   uint32_t id = 0;                             // compute pid or memory node id
   std::chrono::microseconds period{1000};      // well below the replicas' timeout (5 ms)
-  // The sending thread asks for this nice value (setpriority on its own
-  // thread; best effort: without CAP_SYS_NICE a negative value is refused
-  // and the thread keeps the process's). A heartbeat that queues behind
-  // busy-polling workers on a small machine looks like a crash; the thread
-  // sleeps between rounds, so the priority costs the workers nothing.
+  // A heartbeat that queues behind busy-polling workers, or behind other
+  // sessions' time slices on a shared host, looks like a crash. So the
+  // sending thread first asks for the real-time policy SCHED_FIFO at its
+  // lowest priority (`realtime`; needs CAP_SYS_NICE or an RLIMIT_RTPRIO),
+  // and if that is refused (or not asked) for `nice` (setpriority on its
+  // own thread; a negative value needs CAP_SYS_NICE too, else the thread
+  // keeps the process's). A nice value orders threads only within one
+  // scheduler autogroup (a session): a waking heartbeat thread at nice -10
+  // still waited for other sessions' slices, several milliseconds on two
+  // loaded cores, as long as the detector's timeout. The thread works
+  // about 10 us per period and sleeps otherwise, so either costs the
+  // workers nothing.
+  bool realtime = true;
   int nice = -10;
   // The sender's incarnation; 0 draws a random one. A memory daemon passes
   // the one it also tells clients at login (wire::RegionInfo), so the
@@ -48,7 +56,12 @@ struct HeartbeatSenderStats {
   uint64_t rounds = 0;       // periods in which a heartbeat was built and sent
   uint64_t sent = 0;         // datagrams handed to the kernel
   uint64_t send_errors = 0;  // datagrams the kernel refused (buffer full, unreachable, ...)
-  bool priority_raised = false;  // the sending thread runs at options.nice
+  bool priority_raised = false;  // the sending thread runs at options.nice (or real-time)
+  bool realtime = false;         // the sending thread runs under SCHED_FIFO
+  // The longest interval between two rounds: how long this thread stood
+  // still (descheduled, the process stopped). The first thing to compare
+  // with the detector's timeout when a live node was declared failed.
+  uint64_t longest_gap_us = 0;
 };
 
 class HeartbeatSender {

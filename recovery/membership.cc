@@ -392,6 +392,12 @@ void Membership::on_memory_failure(std::function<void(uint32_t)> f) {
   on_memory_failure_ = std::move(f);
 }
 
+std::optional<HeartbeatSenderStats> Membership::heartbeat_stats() const {
+  std::lock_guard<std::mutex> g(link_mu_);
+  if (!link_) return std::nullopt;
+  return link_->stats().heartbeats;
+}
+
 void Membership::stop_heartbeats() {
   std::lock_guard<std::mutex> g(link_mu_);
   if (link_) logger_.error("stopping heartbeats: this node (pid {}) must be recovered", record_.pid);

@@ -21,6 +21,7 @@
 #include <memory>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "common/failed_ids.h"
@@ -126,6 +127,11 @@ class Membership {
 
   uint64_t pushes_received() const { return pushes_.load(std::memory_order_relaxed); }
 
+  // This node's heartbeat sender's counters (longest_gap_us: how long it
+  // stood still at most); none once its heartbeats stopped, or for a
+  // member that sends none.
+  std::optional<HeartbeatSenderStats> heartbeat_stats() const;
+
  private:
   Membership(const Logger& logger) : logger_(logger) {}
   void stop_threads();
@@ -183,7 +189,7 @@ class Membership {
   std::function<void(uint32_t)> on_memory_failure_;  // guarded by callbacks_mu_
   std::mutex cluster_mu_;  // cluster_ vs. detach(); taken after callbacks_mu_ when both are
   Cluster* cluster_ = nullptr;  // attach(Cluster&) .. detach(): ack_pause applies fail-overs to it
-  std::mutex link_mu_;  // link_ stopped by stop_heartbeats() vs. stop_threads()
+  mutable std::mutex link_mu_;  // link_ stopped by stop_heartbeats() vs. stop_threads()
   std::thread watcher_;
 };
 

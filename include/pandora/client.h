@@ -16,7 +16,10 @@
 //  - managed: `zookeeper` (+ cluster id and secret). The registry assigns
 //    the pid and log lanes, the failure detector (pandora-fd) watches this
 //    process by heartbeats and recovers it if it dies, and the memory node
-//    list comes from the cluster record.
+//    list comes from the cluster record. The library's heartbeat thread
+//    asks for SCHED_FIFO (lowest priority; else nice -10) where the process
+//    may have it: it sleeps between heartbeats, and a heartbeat delayed
+//    past the detector's timeout gets a live process fenced.
 // Either way the library assigns every session its coordinator and log
 // lane; an application never picks one. On a managed ford cluster, when
 // another compute node fails, recovery stops the world: a session's next

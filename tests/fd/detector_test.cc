@@ -1,6 +1,8 @@
 // Detector replicas, HeartbeatSender, FdLink and pandora-memd heartbeats
 // over loopback UDP. Every wait is bounded by a deadline on a condition
 // (wait_failed, or polling a counter); none sleeps and hopes.
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -546,6 +548,7 @@ TEST(HeartbeatSender, RunsItsThreadAtTheAskedNiceValue) {
   const int before = ::getpriority(PRIO_PROCESS, 0);
   for (const int nice : {5, -10}) {
     HeartbeatSenderOptions o{kCluster, kSecret, SenderKind::kCompute, 5, 1000us};
+    o.realtime = false;
     o.nice = nice;
     HeartbeatSender s(o, quiet());
     ASSERT_TRUE(s.set_targets(r.endpoints()));
@@ -562,6 +565,32 @@ TEST(HeartbeatSender, RunsItsThreadAtTheAskedNiceValue) {
   bad.nice = 25;
   HeartbeatSender s(bad, quiet());
   EXPECT_EQ(s.start().code(), Errc::kInvalidArgument);
+}
+
+// First choice: SCHED_FIFO (a nice value orders threads only within one
+// autogroup) for the sending thread alone, where the process may have it.
+TEST(HeartbeatSender, RunsItsThreadUnderARealTimePolicyWhereAllowed) {
+  Replicas r(1);
+  HeartbeatSenderOptions o{kCluster, kSecret, SenderKind::kCompute, 5, 1000us};
+  ASSERT_TRUE(o.realtime) << "real-time is the default";
+  HeartbeatSender s(o, quiet());
+  ASSERT_TRUE(s.set_targets(r.endpoints()));
+  ASSERT_TRUE(s.start());
+  ASSERT_TRUE(eventually([&] { return s.stats().rounds > 2; }));
+  // Whether this process may use SCHED_FIFO at all: asked of a scratch thread.
+  bool may = false;
+  std::thread([&] {
+    sched_param p{};
+    p.sched_priority = ::sched_get_priority_min(SCHED_FIFO);
+    may = ::pthread_setschedparam(::pthread_self(), SCHED_FIFO, &p) == 0;
+  }).join();
+  const HeartbeatSenderStats st = s.stats();
+  EXPECT_EQ(st.realtime, may);
+  if (st.realtime) EXPECT_TRUE(st.priority_raised);
+  EXPECT_EQ(::sched_getscheduler(0), SCHED_OTHER) << "the policy reached beyond the sending thread";
+  // Measured between rounds (how long is up to the scheduler; a stopped
+  // process's is checked by FailoverTest.FalsePositiveIsFenced).
+  EXPECT_GT(st.longest_gap_us, 0u);
 }
 
 class PushCollector {

@@ -1165,6 +1165,7 @@ TEST_F(FailoverTest, FalsePositiveIsFenced) {
   const auto t_stop = Clock::now();
   killed_.insert(v.pid);  // declared failed: its latches are stray
   ASSERT_NO_FATAL_FAILURE(wait_recovered(v.pid, 30s, "stopped process"));
+  const double stopped_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_stop).count();
   fprintf(stderr, "[%s] stopped pid %u declared failed and recovered %s after SIGSTOP\n", seconds_since(t0_).c_str(),
           v.pid, seconds_since(t_stop).c_str());
   MemoryImage fenced;
@@ -1177,6 +1178,13 @@ TEST_F(FailoverTest, FalsePositiveIsFenced) {
   EXPECT_EQ(*rc, 6) << v.proc->tail();
   EXPECT_NE(v.proc->output().find("was declared failed by the failure detector and fenced"), std::string::npos)
       << v.proc->tail();
+  // And where the stall was: its own heartbeats stood still for at least
+  // as long as it stayed stopped.
+  const std::string said = v.proc->output();
+  std::smatch pause;
+  ASSERT_TRUE(std::regex_search(said, pause, std::regex("longest pause between two of its heartbeats was ([0-9.]+) ms")))
+      << v.proc->tail();
+  EXPECT_GE(std::stod(pause[1].str()), stopped_ms) << v.proc->tail();
   MemoryImage after;
   ASSERT_NO_FATAL_FAILURE(expect_memory_consistent("after the fenced process exited", &after));
   ASSERT_EQ(after.raw.size(), fenced.raw.size());

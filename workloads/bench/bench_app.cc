@@ -551,10 +551,19 @@ int run_bench(const BenchConfig& cfg_in) {
                                                "pandora-ctl recover on such a cluster";
   if (was_fenced) {
     if (node.membership) {
+      // Where the stall was: here (a long pause between this process's
+      // heartbeats) or on the way (replicas or network missed them).
+      std::string pause;
+      if (auto hb = node.membership->heartbeat_stats()) {
+        pause = fmt::format(" The longest pause between two of its heartbeats was {:.1f} ms (heartbeat thread {}).",
+                            static_cast<double>(hb->longest_gap_us) / 1000.0,
+                            hb->realtime ? "real-time" : (hb->priority_raised ? "at raised priority" : "not raised"));
+      }
       fail(fmt::format("this compute node (pid {}) was declared failed by the failure detector and fenced (a "
                        "stall longer than its timeout, e.g. SIGSTOP or an overloaded host); its unfinished "
-                       "transactions were recovered by the cluster. Stopped; start it again to join under a new pid.",
-                       cfg.compute.compute_id));
+                       "transactions were recovered by the cluster.{} Stopped; start it again to join under a new "
+                       "pid.",
+                       cfg.compute.compute_id, pause));
     } else {
       fail(fmt::format("this compute node (pid {}) was fenced by a memory node (pandora-ctl fence, or a recovery "
                        "of this pid); it stopped. Its unfinished transactions must be recovered (pandora-ctl "
