@@ -180,10 +180,18 @@ ended_early=0
 echo "==> $rounds crashes: SmallBank on $threads thread(s) x $coordinators coordinators ($backend), SIGKILL" \
   "$kill_min..$kill_max ms after its first progress line"
 # A live bench suspected by the detector: counted, reported, round repeated.
+# A fenced bench says how long its own heartbeats paused at most: longer
+# than the timeout is a stall of the bench, shorter points at the way to
+# the replicas.
+false_pauses=()
 false_suspicion() {
+  local pause
   false_fenced=$((false_fenced + 1))
+  pause="$(sed -n 's/.*longest pause between two of its heartbeats was \([0-9.]*\) ms.*/\1/p' "$log" | tail -n 1)"
+  [[ -z "$pause" ]] || false_pauses+=("$pause")
   mv -f -- "$log" "$out/rounds/false_suspicion$false_fenced.log"
-  echo "         pid $1 was $2 (a false suspicion: $false_fenced so far); repeating round $r"
+  echo "         pid $1 was $2 (a false suspicion: $false_fenced so far${pause:+; its heartbeats paused up to $pause ms});"\
+    "repeating round $r"
   [[ $false_fenced -le $((rounds * 2 + 10)) ]] ||
     die "$false_fenced false suspicions: the machine is too loaded for --fd-timeout-us $fd_timeout_us"
 }
@@ -291,7 +299,8 @@ python3 "$script_dir/zk_dump.py" --zookeeper "$zk" >"$out/zk_final.json"
   echo "coordinators, backend $backend, $accounts accounts), 2 memory daemons, 3 pandora-fd replicas"
   echo "(--timeout-us $fd_timeout_us${fd_args[*]:+, ${fd_args[*]}}, nice $fd_nice), a 3-server ZooKeeper ensemble with its"
   echo "transaction log on disk (deploy/local/zookeeper.sh), all on 127.0.0.1; build $build; $(nproc) cores."
-  echo "False suspicions (a live bench fenced before its kill; the round was repeated): $false_fenced."
+  pauses="${false_pauses[*]:+ (the longest pause between their own heartbeats: ${false_pauses[*]} ms)}"
+  echo "False suspicions (a live bench fenced before its kill; the round was repeated): $false_fenced$pauses."
   echo "Benches that ended by themselves before the kill (the round was repeated): $ended_early."
   echo "Benches that could not join (ZooKeeper session expired during a stall; the round was repeated): $join_failed."
   echo "Killed but not recovered within 20 s (the round was repeated): $unrecovered${unrecovered_pids[*]:+ (pids ${unrecovered_pids[*]})}."
