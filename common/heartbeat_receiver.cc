@@ -17,11 +17,14 @@ std::string_view reject_reason_name(RejectReason r) {
 
 HeartbeatReceiver::HeartbeatReceiver(uint64_t cluster_id, std::string secret, std::chrono::milliseconds max_skew,
                                      const Logger& log)
-    : cluster_id_(cluster_id), secret_(std::move(secret)), log_(log), guard_(max_skew) {}
+    : cluster_id_(cluster_id),
+      mac_(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(secret.data()), secret.size())),
+      log_(log),
+      guard_(max_skew) {}
 
 std::optional<wire::HeartbeatMessage> HeartbeatReceiver::accept(std::span<const uint8_t> datagram,
                                                                 const sockaddr_storage& from, socklen_t from_len) {
-  Result<wire::HeartbeatMessage> m = wire::decode_heartbeat(datagram, secret_, cluster_id_);
+  Result<wire::HeartbeatMessage> m = wire::decode_heartbeat(datagram, mac_, cluster_id_);
   if (!m) {
     reject(m.status().code() == Errc::kAuthFailed ? RejectReason::kAuth : RejectReason::kMalformed,
            m.status().message(), from, from_len);

@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/checksum.h"
 #include "common/logger.h"
 #include "common/wire/heartbeat.h"
 
@@ -63,7 +64,7 @@ class HeartbeatReceiver {
   };
 
   const uint64_t cluster_id_;
-  const std::string secret_;
+  HmacSha256 mac_;  // keyed with the secret; the receiving thread's
   const Logger log_;
   wire::ReplayGuard guard_;
   std::array<PerReason, kRejectReasons> reasons_;

@@ -50,7 +50,8 @@ uint64_t random_incarnation() {
 HeartbeatSender::HeartbeatSender(HeartbeatSenderOptions options, const Logger& log)
     : options_(std::move(options)),
       log_(log),
-      incarnation_(options_.incarnation != 0 ? options_.incarnation : random_incarnation()) {}
+      incarnation_(options_.incarnation != 0 ? options_.incarnation : random_incarnation()),
+      mac_(bytes_of(options_.secret)) {}
 
 HeartbeatSender::~HeartbeatSender() { stop(); }
 
@@ -161,7 +162,7 @@ void HeartbeatSender::send_round() {
   m.header.seq = ++seq_;
   m.header.sent_ns = realtime_ns();
   datagram_.clear();
-  if (Status s = wire::encode_heartbeat(datagram_, m, options_.secret); !s) {
+  if (Status s = wire::encode_heartbeat(datagram_, m, mac_); !s) {
     log_.error("cannot encode a heartbeat: {}", s.to_string());  // unreachable: a heartbeat has no body
     return;
   }

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/checksum.h"
 #include "common/endpoint.h"
 #include "common/logger.h"
 #include "common/status.h"
@@ -108,6 +109,7 @@ class HeartbeatSender {
   uint64_t last_error_log_ns_ = 0;
   uint64_t errors_unlogged_ = 0;
   std::string datagram_;  // reused buffer
+  HmacSha256 mac_;        // keyed with options_.secret once (the sending thread's)
 };
 
 // A random 64-bit value from getrandom(2) (incarnations). Never 0.

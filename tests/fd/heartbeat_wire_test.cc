@@ -111,6 +111,30 @@ TEST(HeartbeatWire, RoundTripsEveryType) {
   }
 }
 
+// A keyed mac (one HmacSha256 reused for every datagram, as senders and
+// receivers hold one) gives the very bytes of the one-off form, datagram
+// after datagram, and verifies them; keyed with another secret it refuses
+// them, and a refusal leaves it fit for the next datagram.
+TEST(HeartbeatWire, AKeyedMacEncodesAndVerifiesAsTheSecretDoes) {
+  HmacSha256 sender(bytes(std::string(kSecret)));
+  HmacSha256 receiver(bytes(std::string(kSecret)));
+  HmacSha256 stranger(bytes(std::string("another-secret")));
+  for (int round = 0; round < 2; ++round) {
+    for (const HeartbeatMessage& m : samples()) {
+      std::string d;
+      ASSERT_TRUE(encode_heartbeat(d, m, sender));
+      EXPECT_EQ(d, encoded(m));
+      EXPECT_EQ(decode_heartbeat(bytes(d), stranger, kCluster).status().code(), Errc::kAuthFailed);
+      Result<HeartbeatMessage> back = decode_heartbeat(bytes(d), receiver, kCluster);
+      ASSERT_TRUE(back) << back.status().to_string();
+      expect_same(*back, m);
+      std::string bad = d;
+      bad[bad.size() - 1] ^= 1;
+      EXPECT_EQ(decode_heartbeat(bytes(bad), receiver, kCluster).status().code(), Errc::kAuthFailed);
+    }
+  }
+}
+
 TEST(HeartbeatWire, LayoutIsLittleEndianAsDocumented) {
   const std::string d = encoded(message(HeartbeatType::kHeartbeat, SenderKind::kCompute));
   ASSERT_EQ(d.size(), 78u);
