@@ -515,6 +515,10 @@ class RegistryZkTest : public ::testing::Test {
     std::unique_ptr<Cluster> leader;
     DeadNodes dead;
     std::vector<uint8_t> before, after;
+    // Key i's value on replica `replica`, as the leader reads it.
+    std::vector<uint8_t> value(size_t i, size_t replica) const {
+      return testing::raw_find(*leader, kTable, kKeys[i], replica).value;
+    }
   };
   void two_died_mid_commit(std::string_view name, uint8_t fill, TwoDied* t) {
     t->leader = leader_with_one_table(name, &t->dc);
@@ -1064,9 +1068,6 @@ TEST_F(RegistryZkTest, PidsFailedTogetherArePushedTogetherBeforeAnyZooKeeperWrit
   DaemonCluster& dc = t.dc;
   const std::unique_ptr<Cluster>& leader = t.leader;
   const DeadNodes& dead = t.dead;
-  const std::vector<uint8_t>& before = t.before;
-  constexpr uint32_t kTable = TwoDied::kTable;
-  const auto& kKeys = TwoDied::kKeys;
   const std::vector<uint16_t>& pids = dead.pids;
 
   struct AtPush {
@@ -1083,7 +1084,7 @@ TEST_F(RegistryZkTest, PidsFailedTogetherArePushedTogetherBeforeAnyZooKeeperWrit
     at.pids.assign(pushed.begin(), pushed.end());
     at.zk = dc.reg->zk().stats();
     if (auto f = dc.reg->failed()) at.any_failed_listed = !f->empty();
-    for (uint64_t key : kKeys) at.values.push_back(testing::raw_find(*leader, kTable, key, 0).value);
+    for (size_t i = 0; i < 2; ++i) at.values.push_back(t.value(i, 0));
   };
   // Fence requests each daemon served (one request fences both pids).
   auto fence_requests = [&] {
@@ -1112,8 +1113,8 @@ TEST_F(RegistryZkTest, PidsFailedTogetherArePushedTogetherBeforeAnyZooKeeperWrit
   EXPECT_EQ(at.zk.writes_waited, start.writes_waited) << "a ZooKeeper write was waited for before the push";
   EXPECT_FALSE(at.any_failed_listed) << "failed/<pid> written before the push";
   ASSERT_EQ(at.values.size(), 2u);
-  EXPECT_EQ(at.values[0], before) << "pushed before the first pid's half-done commit was rolled back";
-  EXPECT_EQ(at.values[1], before) << "pushed before the second pid's half-done commit was rolled back";
+  EXPECT_EQ(at.values[0], t.before) << "pushed before the first pid's half-done commit was rolled back";
+  EXPECT_EQ(at.values[1], t.before) << "pushed before the second pid's half-done commit was rolled back";
 
   ASSERT_EQ(done->size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
@@ -1157,9 +1158,6 @@ TEST_F(RegistryZkTest, ABatchCutShortAfterItsPushIsFinishedByTheNextLeader) {
   DaemonCluster& dc = t.dc;
   const std::unique_ptr<Cluster>& leader = t.leader;
   const DeadNodes& dead = t.dead;
-  const std::vector<uint8_t>& before = t.before;
-  constexpr uint32_t kTable = TwoDied::kTable;
-  const auto& kKeys = TwoDied::kKeys;
   const std::vector<uint16_t>& pids = dead.pids;
   const std::vector<RecoveryCoordinator::FailedPid> failed = dead.failed(1);
   const RecoveryCoordinatorOptions ro = pushing_coordinator_options(dc);
@@ -1190,26 +1188,20 @@ TEST_F(RegistryZkTest, ABatchCutShortAfterItsPushIsFinishedByTheNextLeader) {
     EXPECT_EQ((*done)[i].step, RecoveryStep::kDone);
     EXPECT_EQ((*done)[i].records, 0u) << "the re-run found a record the first run had decided and truncated";
     EXPECT_EQ((*done)[i].together, 2u);
-    EXPECT_EQ(testing::raw_find(*leader, kTable, kKeys[i], 0).value, before);
-    EXPECT_EQ(testing::raw_find(*leader, kTable, kKeys[i], 1).value, before);
+    EXPECT_EQ(t.value(i, 0), t.before);
+    EXPECT_EQ(t.value(i, 1), t.before);
   }
   listed = dc.reg->failed();
   ASSERT_TRUE(listed);
   EXPECT_EQ(*listed, pids);
 }
 
-// Two compute nodes that died mid-commit; recover_together() is given the
-// first only, and the detector (failed_since) lists the second from
-// question `from_question` on. What the run did:
 void RegistryZkTest::run_join(std::string_view name, int from_question, JoinRun* out, Publisher publisher) {
   TwoDied t;
   ASSERT_NO_FATAL_FAILURE(two_died_mid_commit(name, 0x31, &t));
   DaemonCluster& dc = t.dc;
   const std::unique_ptr<Cluster>& leader = t.leader;
   const DeadNodes& dead = t.dead;
-  const std::vector<uint8_t>& before = t.before;
-  constexpr uint32_t kTable = TwoDied::kTable;
-  const auto& kKeys = TwoDied::kKeys;
   out->pids = dead.pids;
   const std::vector<RecoveryCoordinator::FailedPid> both = dead.failed(1);
 
@@ -1243,7 +1235,7 @@ void RegistryZkTest::run_join(std::string_view name, int from_question, JoinRun*
   out->writes = dc.reg->zk().stats().writes_waited - start;
   if (pub) out->publisher_writes = pub->zk().stats().writes_waited;
   out->values_rolled_back = true;
-  for (uint64_t key : kKeys) out->values_rolled_back &= testing::raw_find(*leader, kTable, key, 0).value == before;
+  for (size_t i = 0; i < 2; ++i) out->values_rolled_back &= t.value(i, 0) == t.before;
   auto listed = dc.reg->failed();
   ASSERT_TRUE(listed);
   out->listed = *listed;
