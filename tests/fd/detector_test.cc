@@ -482,14 +482,18 @@ TEST(Detector, AnswersAnOperatorsStatsQueryWithWhatItHeard) {
   }
 
   // Strangers get nothing: a query signed with another secret, and an
-  // authentic one from a compute node rather than an operator tool.
+  // authentic one from a compute node rather than an operator tool. That
+  // node is not the heartbeating one: a query stamped just before one of
+  // node 5's heartbeats but read after it would be refused as a replay of
+  // another incarnation (the heartbeat thread runs real-time and preempts
+  // this one between the stamp and the send), not as unexpected.
   const DetectorStats before = r.at(1).stats();
   const std::vector<ReplicaStatsAnswer> forged = query_replica_stats({{1, all[1]}}, kCluster, "guess", 600ms);
   ASSERT_EQ(forged.size(), 1u);
   EXPECT_FALSE(forged[0].answered);
   EXPECT_NE(forged[0].error.find("no answer within 600 ms"), std::string::npos) << forged[0].error;
   RawSocket raw;
-  raw.send(datagram(wire::HeartbeatType::kStatsQuery, SenderKind::kCompute, 5, 1), all[1].port);
+  raw.send(datagram(wire::HeartbeatType::kStatsQuery, SenderKind::kCompute, 6, 1), all[1].port);
   ASSERT_TRUE(eventually([&] {
     const DetectorStats s = r.at(1).stats();
     return s.rejected.auth > before.rejected.auth && s.rejected.unexpected > before.rejected.unexpected;
