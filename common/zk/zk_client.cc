@@ -249,6 +249,8 @@ struct ZkClient::Impl {
   std::map<uint64_t, std::unique_ptr<Watch>> watches;
   std::atomic<uint64_t> writes_waited{0};
   std::atomic<uint64_t> gets_waited{0};
+  // guard_writes(); under `mu`.
+  std::optional<std::string> write_guard;
 
   // The ACL of every node this client creates (see DigestAuth): the C
   // client takes non-const pointers, hence the owned buffers.
@@ -611,7 +613,28 @@ Result<std::unique_ptr<ZkClient>> ZkClient::connect(const ZkOptions& options, co
                                                 options.hosts, options.connect_timeout.count()));
 }
 
+void ZkClient::guard_writes(std::string path) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->write_guard = std::move(path);
+}
+
+void ZkClient::clear_write_guard() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->write_guard.reset();
+}
+
+std::optional<std::string> ZkClient::write_guard() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->write_guard;
+}
+
 Result<std::string> ZkClient::create(std::string_view path, std::string_view data, CreateMode mode) {
+  if (write_guard()) {
+    const Op op = Op::create(std::string(path), std::string(data), mode);
+    std::string created;
+    if (Status s = guarded_multi({&op, 1}, &created); !s) return s;
+    return created;
+  }
   Impl& m = *impl_;
   std::string p(path);
   auto call = m.new_call();
@@ -666,6 +689,10 @@ std::vector<Result<Node>> ZkClient::get_many(std::span<const std::string> paths)
 }
 
 Status ZkClient::set(std::string_view path, std::string_view data, int32_t expected_version) {
+  if (write_guard()) {
+    const Op op = Op::set(std::string(path), std::string(data), expected_version);
+    return guarded_multi({&op, 1}, nullptr);
+  }
   Impl& m = *impl_;
   std::string p(path);
   auto call = m.new_call();
@@ -677,6 +704,10 @@ Status ZkClient::set(std::string_view path, std::string_view data, int32_t expec
 }
 
 Status ZkClient::remove(std::string_view path, int32_t expected_version) {
+  if (write_guard()) {
+    const Op op = Op::remove(std::string(path), expected_version);
+    return guarded_multi({&op, 1}, nullptr);
+  }
   Impl& m = *impl_;
   std::string p(path);
   auto call = m.new_call();
@@ -730,16 +761,28 @@ Status ZkClient::ensure_path(std::string_view path) {
   return Status::ok();
 }
 
-Status ZkClient::multi(std::span<const Op> ops) {
-  if (ops.empty()) return Status::ok();
+Status ZkClient::multi(std::span<const Op> ops) { return guarded_multi(ops, nullptr); }
+
+Status ZkClient::guarded_multi(std::span<const Op> caller_ops, std::string* created) {
+  if (caller_ops.empty()) return Status::ok();
   Impl& m = *impl_;
+  // The guard's check goes first: op indexes past it are the caller's + 1.
+  const std::optional<std::string> guard = write_guard();
+  std::vector<Op> guarded;
+  if (guard) {
+    guarded.reserve(caller_ops.size() + 1);
+    guarded.push_back(Op::check(*guard, -1));  // -1: any version, but the node must exist
+    guarded.insert(guarded.end(), caller_ops.begin(), caller_ops.end());
+  }
+  const std::span<const Op> ops = guard ? std::span<const Op>(guarded) : caller_ops;
+  const size_t first = guard ? 1 : 0;
   // The C client's zoo_amulti, on a session that is already unrecoverable,
   // fails the first op's path check and then frees the uninitialised path
   // of every later op (seen as an ASan bad free of one of our strings): do
   // not hand it a dead session.
   if (expired()) {
-    return Status(Errc::kUnavailable,
-                  fmt::format("zookeeper multi of {} ops: session expired on {}: reconnect", ops.size(), hosts()));
+    return Status(Errc::kUnavailable, fmt::format("zookeeper multi of {} ops: session expired on {}: reconnect",
+                                                  caller_ops.size(), hosts()));
   }
   auto call = m.new_call();
   size_t n = ops.size();
@@ -773,12 +816,20 @@ Status ZkClient::multi(std::span<const Op> ops) {
   }
   // The ops point into `ops` (the caller's strings), which are serialized
   // at submission; only path_bufs, stats and results are written later.
-  std::string what = fmt::format("multi of {} ops", n);
+  std::string what = guard ? fmt::format("multi of {} ops guarded by {}", caller_ops.size(), *guard)
+                           : fmt::format("multi of {} ops", n);
   m.writes_waited.fetch_add(1, std::memory_order_relaxed);
   Status s = m.run("multi", what, call, [&](const void* d) {
     return zoo_amulti(m.zh, static_cast<int>(n), call->ops.data(), call->results.data(), Impl::void_done, d);
   });
-  if (s || s.code() == Errc::kUnavailable) return s;
+  if (s) {
+    if (created != nullptr && ops[first].kind == Op::Kind::kCreate) {
+      std::lock_guard<std::mutex> lock(call->mu);
+      *created = call->path_bufs[first].data();  // NUL-terminated by the C client
+    }
+    return s;
+  }
+  if (s.code() == Errc::kUnavailable) return s;
   // Name the first failing op: ZooKeeper reports the failing op's error and
   // ZRUNTIMEINCONSISTENCY (or ZOK) for the others.
   std::lock_guard<std::mutex> lock(call->mu);
@@ -786,7 +837,15 @@ Status ZkClient::multi(std::span<const Op> ops) {
     for (size_t i = 0; i < n; ++i) {
       int err = call->results[i].err;
       if (err == ZOK || (pass == 0 && err == ZRUNTIMEINCONSISTENCY)) continue;
-      Status e = m.error(err, fmt::format("multi op {} ({})", i, op_kind_name(ops[i].kind)), ops[i].path);
+      if (i < first && err == ZNONODE) {
+        return Status(Errc::kFenced,
+                      fmt::format("zookeeper write refused: its guard {} is gone (this process no longer holds the "
+                                  "role it guarded its writes with; nothing applied)",
+                                  *guard));
+      }
+      Status e = i < first ? m.error(err, "write guard check", ops[i].path)
+                           : m.error(err, fmt::format("multi op {} ({})", i - first, op_kind_name(ops[i].kind)),
+                                     ops[i].path);
       return Status(e.code(), e.message() + " (nothing applied)");
     }
   }

@@ -145,6 +145,21 @@ class ZkClient {
   // (index and path) and its error.
   Status multi(std::span<const Op> ops);
 
+  // Guarded writes. While a guard is set, every write of this client
+  // (create, set, remove, multi, and the creates of ensure_path) goes to
+  // ZooKeeper as one multi whose first op checks that the guard node
+  // exists: once that node is gone, none of them applies, whatever this
+  // process was doing when it went. The failure detector's leader guards
+  // its writes with its own election node, so a replica that deposes it by
+  // deleting that node - while the old leader's session lives on: a process
+  // stopped or cut off, not dead - knows that nothing the old leader writes
+  // afterwards lands (recovery/fd_replica.h). A write refused so fails with
+  // kFenced, naming the guard ("nothing applied"); a caller's own failing
+  // op is reported as without a guard (op indexes are the caller's).
+  void guard_writes(std::string path);
+  void clear_write_guard();
+  std::optional<std::string> write_guard() const;
+
   // Whether anyone but this client's identity may change `path` (create
   // children, write, delete children, change its ACL): true when its ACL
   // grants more than READ to any identity other than the digest one this
@@ -167,6 +182,9 @@ class ZkClient {
  private:
   struct Impl;
   explicit ZkClient(std::unique_ptr<Impl> impl);
+  // multi() with the write guard, if any, checked first; `created` (may be
+  // null) gets the path the first caller op created.
+  Status guarded_multi(std::span<const Op> ops, std::string* created);
   std::unique_ptr<Impl> impl_;
 };
 

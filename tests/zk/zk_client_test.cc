@@ -335,6 +335,75 @@ TEST_F(ZkClientTest, MultiIsAtomic) {
   EXPECT_EQ(zk.stats().writes_waited - writes_before, 4u);
 }
 
+// A client whose writes are guarded by a node - the failure detector's
+// leader by its election node - writes while the node exists, and once
+// another session deletes it none of its writes applies, single or multi,
+// and each says why (kFenced, naming the guard) rather than looking like a
+// failure of the op itself, which callers often treat as benign (a create
+// that finds its node, a remove that does not).
+TEST_F(ZkClientTest, GuardedWritesApplyOnlyWhileTheGuardExists) {
+  ZkClient& leader = *client_;
+  std::unique_ptr<ZkClient> successor = connect_or_fail(zk_->hosts());
+  ASSERT_NE(successor, nullptr);
+  auto guard = leader.create(root_ + "/guard-", "", CreateMode::kEphemeralSequential);
+  ASSERT_TRUE(guard) << guard.status().to_string();
+  const std::string a = root_ + "/a";
+  const std::string b = root_ + "/b";
+  EXPECT_FALSE(leader.write_guard());
+  leader.guard_writes(*guard);
+  EXPECT_EQ(leader.write_guard(), *guard);
+
+  // While it exists: every kind of write applies, with its usual answers.
+  auto seq = leader.create(root_ + "/s-", "S", CreateMode::kPersistentSequential);
+  ASSERT_TRUE(seq) << seq.status().to_string();
+  EXPECT_EQ(seq->rfind(root_ + "/s-", 0), 0u) << *seq;
+  EXPECT_EQ(seq->size(), (root_ + "/s-").size() + 10) << "the created path with its sequence suffix: " << *seq;
+  EXPECT_EQ(successor->get(*seq)->data, "S");
+  ASSERT_TRUE(leader.create(a, "a0"));
+  EXPECT_TRUE(leader.set(a, "a1", 0));
+  Status s = leader.set(a, "a2", 0);
+  EXPECT_EQ(s.code(), Errc::kConflict) << s.to_string();
+  EXPECT_EQ(leader.create(a, "again").status().code(), Errc::kAlreadyExists);
+  s = leader.multi(std::vector<Op>{Op::create(b, "B"), Op::check(a, 7)});
+  EXPECT_EQ(s.code(), Errc::kConflict) << s.to_string();
+  EXPECT_NE(s.message().find("op 1"), std::string::npos) << "the caller's op index: " << s.message();
+  ASSERT_TRUE(leader.multi(std::vector<Op>{Op::create(b, "B"), Op::set(a, "a2", 1)}));
+  ASSERT_TRUE(leader.ensure_path(root_ + "/x/y"));
+  EXPECT_TRUE(leader.remove(root_ + "/x/y"));
+  EXPECT_EQ(leader.remove(root_ + "/x/y").code(), Errc::kNotFound);
+
+  // Deposed: the successor deletes the guard while the leader's session
+  // lives on. Nothing the leader writes applies any more.
+  ASSERT_TRUE(successor->remove(*guard));
+  const uint64_t writes_before = leader.stats().writes_waited;
+  auto fenced = [&](const Status& st, const char* what) {
+    EXPECT_EQ(st.code(), Errc::kFenced) << what << ": " << st.to_string();
+    EXPECT_NE(st.message().find(*guard), std::string::npos) << what << ": " << st.message();
+    EXPECT_NE(st.message().find("nothing applied"), std::string::npos) << what << ": " << st.message();
+  };
+  fenced(leader.create(root_ + "/c", "C").status(), "create");
+  fenced(leader.create(a, "exists").status(), "create of an existing node");
+  fenced(leader.set(a, "late"), "set");
+  fenced(leader.set(a, "late", 99), "set of a wrong version");
+  fenced(leader.remove(b), "remove");
+  fenced(leader.remove(root_ + "/missing"), "remove of a missing node");
+  fenced(leader.multi(std::vector<Op>{Op::remove(a), Op::create(root_ + "/d", "")}), "multi");
+  fenced(leader.ensure_path(root_ + "/x/z"), "ensure_path");
+  EXPECT_EQ(leader.stats().writes_waited - writes_before, 8u);
+  EXPECT_FALSE(successor->exists(root_ + "/c").value());
+  EXPECT_FALSE(successor->exists(root_ + "/d").value());
+  EXPECT_FALSE(successor->exists(root_ + "/x/z").value());
+  EXPECT_EQ(successor->get(a)->data, "a2");
+  EXPECT_TRUE(successor->exists(b).value());
+  // Reads are not guarded, and clearing the guard (the deposed leader now
+  // follows) makes its writes plain again.
+  EXPECT_EQ(leader.get(a)->data, "a2");
+  leader.clear_write_guard();
+  EXPECT_FALSE(leader.write_guard());
+  EXPECT_TRUE(leader.set(a, "a3"));
+  EXPECT_EQ(successor->get(a)->data, "a3");
+}
+
 TEST_F(ZkClientTest, WatchesFire) {
   ZkClient& watcher = *client_;
 
