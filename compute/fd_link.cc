@@ -2,9 +2,12 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <array>
+#include <span>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace pandora {
 namespace {
@@ -92,7 +95,12 @@ void FdLink::listen() {
         on_failed_(pid);
         pids_delivered_.fetch_add(1, std::memory_order_relaxed);
       }
-      log_.info("replica {} announced {} recovered pid(s)", m->header.sender, m->pids.size());
+      // The pids named (a push carries up to a datagram's worth; the
+      // first few tell which failure this is).
+      constexpr size_t kNamed = 16;
+      const std::span<const uint16_t> named(m->pids.data(), std::min(m->pids.size(), kNamed));
+      log_.info("replica {} announced {} recovered pid(s): {}{}", m->header.sender, m->pids.size(),
+                fmt::join(named, " "), m->pids.size() > kNamed ? " ..." : "");
     }
   }
 }

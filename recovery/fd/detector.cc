@@ -68,6 +68,10 @@ Result<std::unique_ptr<Detector>> Detector::start(DetectorOptions options, const
                                                       options.tick.count(), options.timeout.count()));
   }
   if (options.secret.empty()) return Status(Errc::kInvalidArgument, "the cluster secret is empty");
+  if (options.peer_heartbeat.count() < 0) {
+    return Status(Errc::kInvalidArgument, fmt::format("peer heartbeat interval {} us is negative",
+                                                      options.peer_heartbeat.count()));
+  }
   std::unique_ptr<Detector> d(new Detector(std::move(options), log));
   Result<net::UniqueFd> sock = net::bind_udp(d->options_.bind, &d->port_);
   if (!sock) return sock.status();
@@ -102,6 +106,7 @@ Status Detector::set_peers(std::map<uint32_t, Endpoint> peers) {
   }
   std::lock_guard lock(mu_);
   peers_ = std::move(resolved);
+  std::erase_if(peer_heard_ns_, [this](const auto& e) { return !peers_.contains(e.first); });
   return Status::ok();
 }
 
@@ -371,7 +376,20 @@ void Detector::handle(const wire::HeartbeatMessage& m, const sockaddr_storage& f
   const wire::HeartbeatHeader& h = m.header;
   switch (h.type) {
     case wire::HeartbeatType::kHeartbeat: {
-      if (h.kind == wire::SenderKind::kReplica || h.kind == wire::SenderKind::kAdmin) break;
+      if (h.kind == wire::SenderKind::kAdmin) break;
+      if (h.kind == wire::SenderKind::kReplica) {
+        // Authentic, but not (yet) a peer: replicas learn of each other
+        // from ZooKeeper at different moments. Dropped like a node's that
+        // is not watched; it tells nothing.
+        std::lock_guard lock(mu_);
+        if (!peers_.contains(h.sender)) {
+          ++stats_.heartbeats_unwatched;
+          return;
+        }
+        peer_heard_ns_[h.sender] = now;
+        ++stats_.peer_heartbeats;
+        return;
+      }
       std::unique_lock lock(mu_);
       const NodeKey key{h.kind, h.sender};
       if (h.kind == wire::SenderKind::kMemory) {
@@ -411,6 +429,7 @@ void Detector::handle(const wire::HeartbeatMessage& m, const sockaddr_storage& f
                          from, from_len);
         return;
       }
+      peer_heard_ns_[h.sender] = now;
       const bool memory = h.type == wire::HeartbeatType::kMemorySuspects;
       if (memory && m.epoch < retired_epoch_) {
         // Judged under an older cluster record (the peer has not read the
@@ -491,16 +510,46 @@ uint64_t Detector::tick(uint64_t now) {
       }
     }
   }
-  if (sent != 0 || errors != 0) {
+  uint64_t peer_sent = 0;
+  const bool peer_heartbeats = options_.peer_heartbeat.count() > 0;
+  if (peer_heartbeats && now >= next_peer_heartbeat_ns_) {
+    next_peer_heartbeat_ns_ = now + ns_of(options_.peer_heartbeat);
+    if (!targets.empty()) {
+      if (Status s = encode(datagram, wire::HeartbeatType::kHeartbeat, {}, 0); !s) {
+        log_.error("cannot encode a heartbeat: {}", s.to_string());
+      } else {
+        for (const net::UdpAddress& a : targets) {
+          if (send_to(a, datagram)) {
+            ++peer_sent;
+          } else {
+            ++errors;
+          }
+        }
+      }
+    }
+  }
+  if (sent != 0 || errors != 0 || peer_sent != 0) {
     std::lock_guard lock(mu_);
     stats_.reports_sent += sent;
+    stats_.peer_heartbeats_sent += peer_sent;
     stats_.send_errors += errors;
   }
   // Reporting (or about to send the final empty report): every tick.
-  // Otherwise nothing changes before the earliest node could time out; a
-  // node watched meanwhile times out no earlier than a timeout from now.
+  // Otherwise nothing changes before the earliest node could time out (a
+  // node watched meanwhile times out no earlier than a timeout from now)
+  // or the next heartbeat to the peers is due.
   if (reported_compute_ || reported_memory_) return now + tick_ns;
-  return std::max(now + tick_ns, std::min(next_suspicion, now + ns_of(options_.timeout)));
+  uint64_t next = std::min(next_suspicion, now + ns_of(options_.timeout));
+  if (peer_heartbeats) next = std::min(next, next_peer_heartbeat_ns_);
+  return std::max(now + tick_ns, next);
+}
+
+std::optional<std::chrono::microseconds> Detector::peer_silence(uint32_t replica_id) const {
+  const uint64_t now = monotonic_ns();
+  std::lock_guard lock(mu_);
+  const auto it = peer_heard_ns_.find(replica_id);
+  if (it == peer_heard_ns_.end()) return std::nullopt;
+  return std::chrono::microseconds(now > it->second ? (now - it->second) / 1000 : 0);
 }
 
 void Detector::evaluate_locked(uint64_t now) {

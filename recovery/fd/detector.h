@@ -12,6 +12,11 @@
 // state: the node is about to be fenced) and reported by wait_failed() until
 // the caller unwatches it.
 //
+// Replicas also heartbeat each other (every peer_heartbeat): a replica
+// tells how long a peer has been silent (peer_silence), which is how the
+// leader's successor finds a leader that stopped while its ZooKeeper
+// session lives on (recovery/fd_replica.h).
+//
 // An operator asks a replica for its counters and state with a StatsQuery
 // (common/wire/heartbeat.h; pandora-ctl stats): the replica answers to the
 // query's source address, at most kStatsAnswersPerSecond times a second
@@ -33,6 +38,7 @@
 #include <set>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -62,6 +68,9 @@ struct DetectorOptions {
   std::chrono::microseconds tick{250};        // suspicion evaluated and reported this often
   std::chrono::microseconds report_ttl{0};    // how long a peer's report counts; 0 = 3 x tick
   std::chrono::milliseconds max_skew{2000};   // replay guard: accepted |sender clock - ours|
+  // How often this replica heartbeats its peers (at most once a tick);
+  // 0: never (its peers then hear it only through suspicion reports).
+  std::chrono::microseconds peer_heartbeat{5000};
   // Tests only: runs on the detector's thread at the top of every loop
   // iteration (a test stalls the thread with it, as a loaded machine does).
   std::function<void()> loop_hook;
@@ -77,11 +86,13 @@ struct FailedNode {
 struct DetectorStats {
   uint64_t datagrams = 0;             // received, valid or not
   uint64_t heartbeats = 0;            // authentic heartbeats of watched nodes
-  uint64_t heartbeats_unwatched = 0;  // authentic heartbeats of nodes not watched (dropped)
+  uint64_t heartbeats_unwatched = 0;  // authentic heartbeats of nodes not watched, or replicas not peers (dropped)
   uint64_t heartbeats_foreign = 0;    // authentic heartbeats of a memory node id from a daemon it is not bound to
   uint64_t reports_received = 0;      // authentic Suspects / MemorySuspects of a peer
   uint64_t reports_stale = 0;         // MemorySuspects judged under an older cluster record than ours (ignored)
   uint64_t reports_sent = 0;
+  uint64_t peer_heartbeats = 0;       // authentic heartbeats of peer replicas
+  uint64_t peer_heartbeats_sent = 0;
   uint64_t pushes_sent = 0;           // FailedPush datagrams
   uint64_t send_errors = 0;
   uint64_t failed_detected = 0;       // nodes that reached a majority
@@ -166,6 +177,11 @@ class Detector {
   // others still were).
   Status push_failed(std::span<const Endpoint> to, std::span<const uint16_t> pids);
 
+  // How long ago this replica last heard peer `replica_id` (a heartbeat
+  // or a report); nullopt when it never has (since start, or since the
+  // peer joined the map of set_peers).
+  std::optional<std::chrono::microseconds> peer_silence(uint32_t replica_id) const;
+
   DetectorStats stats() const;
   // What a StatsQuery is answered with: stats() and this replica's state.
   wire::ReplicaStats replica_stats() const;
@@ -211,6 +227,7 @@ class Detector {
   HeartbeatReceiver receiver_;
   bool reported_compute_ = false;  // last report sent was non-empty
   bool reported_memory_ = false;
+  uint64_t next_peer_heartbeat_ns_ = 0;
   uint64_t answer_window_ns_ = 0;   // the second the answers below were counted in
   uint32_t answers_in_window_ = 0;
 
@@ -221,6 +238,7 @@ class Detector {
   std::map<uint32_t, uint64_t> memory_incarnations_;
   uint64_t retired_epoch_ = 0;  // of the record follow_memory_record() applied last
   std::map<uint32_t, std::pair<Endpoint, net::UdpAddress>> peers_;
+  std::map<uint32_t, uint64_t> peer_heard_ns_;  // peer id -> CLOCK_MONOTONIC it was last heard
   std::map<NodeKey, FailedNode> failed_;
   DetectorStats stats_;
 };

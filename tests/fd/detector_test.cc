@@ -78,6 +78,8 @@ class Replicas {
     }
   }
   Detector& at(uint32_t id) { return *detectors_[id - 1]; }
+  // Replica `id` stops (at() must not be called for it afterwards).
+  void stop(uint32_t id) { detectors_[id - 1].reset(); }
   std::vector<Endpoint> endpoints() const {
     std::vector<Endpoint> out;
     for (const auto& d : detectors_) out.push_back(loopback(d->port()));
@@ -140,6 +142,9 @@ TEST(Detector, RejectsBadOptions) {
   o.tick = 5000us;
   EXPECT_EQ(Detector::start(o, quiet()).status().code(), Errc::kInvalidArgument);
   o.tick = 250us;
+  o.peer_heartbeat = -1us;
+  EXPECT_EQ(Detector::start(o, quiet()).status().code(), Errc::kInvalidArgument);
+  o.peer_heartbeat = 5000us;
   o.bind = Endpoint{"example.org", 0};
   EXPECT_EQ(Detector::start(o, quiet()).status().code(), Errc::kInvalidArgument);
   o.bind = loopback(0);
@@ -444,6 +449,70 @@ TEST(Detector, GatheringWaitsForNodesThatStoppedWithTheFailedOneOnly) {
   EXPECT_TRUE(contains(f, SenderKind::kCompute, 1));
   EXPECT_TRUE(contains(f, SenderKind::kCompute, 2)) << "the node that stopped 20 ms later was not waited for";
   EXPECT_FALSE(contains(f, SenderKind::kCompute, 3)) << "a live node reported failed";
+}
+
+// Replicas heartbeat each other, so each tells how long a peer has been
+// silent: that is how a leader's successor finds a leader that stopped
+// while its ZooKeeper session lives on (recovery/fd_replica.h). Only peers
+// are heard so, and no one without peer heartbeats.
+TEST(Detector, ReplicasHearEachOtherAndTellHowLongAPeerHasBeenSilent) {
+  Replicas r(3, kLoadTolerantTimeout);
+  auto all_heard = [&](std::initializer_list<uint32_t> ids, std::chrono::milliseconds within) {
+    for (uint32_t a : ids) {
+      for (uint32_t b : ids) {
+        if (a == b) continue;
+        const auto s = r.at(a).peer_silence(b);
+        if (!s || *s >= within) return false;
+      }
+    }
+    return true;
+  };
+  ASSERT_TRUE(eventually([&] { return all_heard({1, 2, 3}, 100ms); }));
+  EXPECT_FALSE(r.at(1).peer_silence(1)) << "a replica is not its own peer";
+  EXPECT_FALSE(r.at(1).peer_silence(4));
+  DetectorStats s1 = r.at(1).stats();
+  EXPECT_GT(s1.peer_heartbeats, 0u);
+  EXPECT_GT(s1.peer_heartbeats_sent, 0u);
+  EXPECT_EQ(s1.heartbeats, 0u) << "a peer's heartbeats are not a node's";
+  EXPECT_EQ(s1.rejected.unexpected, 0u);
+
+  // Replica 2 stops: replica 1 finds it silent ever longer, and still
+  // hears replica 3.
+  r.stop(2);
+  ASSERT_TRUE(eventually([&] {
+    const auto s = r.at(1).peer_silence(2);
+    return s && *s >= 200ms;
+  }));
+  const std::chrono::microseconds first = r.at(1).peer_silence(2).value();
+  ASSERT_TRUE(eventually([&] { return all_heard({1, 3}, 100ms); }));
+  EXPECT_GT(r.at(1).peer_silence(2).value(), first) << "nothing was heard from the stopped replica";
+  // A peer dropped from the map is forgotten.
+  ASSERT_TRUE(r.at(1).set_peers({{3, loopback(r.at(3).port())}}));
+  EXPECT_FALSE(r.at(1).peer_silence(2));
+
+  // A heartbeat of a replica that is not a peer (or not yet: replicas
+  // learn of each other at different moments) is dropped and tells
+  // nothing.
+  s1 = r.at(1).stats();
+  RawSocket raw;
+  raw.send(datagram(wire::HeartbeatType::kHeartbeat, SenderKind::kReplica, 2, 1), r.at(1).port());
+  ASSERT_TRUE(eventually([&] { return r.at(1).stats().heartbeats_unwatched > s1.heartbeats_unwatched; }));
+  EXPECT_FALSE(r.at(1).peer_silence(2));
+  EXPECT_EQ(r.at(1).stats().rejected.unexpected, s1.rejected.unexpected);
+
+  // Without peer heartbeats a replica sends none (its peers hear it only
+  // through its suspicion reports).
+  DetectorOptions o;
+  o.cluster_id = kCluster;
+  o.secret = kSecret;
+  o.replica_id = 2;
+  o.peer_heartbeat = 0us;
+  o.timeout = kLoadTolerantTimeout;
+  Result<std::unique_ptr<Detector>> quiet_one = Detector::start(o, quiet());
+  ASSERT_TRUE(quiet_one) << quiet_one.status().to_string();
+  ASSERT_TRUE((*quiet_one)->set_peers({{1, loopback(r.at(1).port())}, {3, loopback(r.at(3).port())}}));
+  ASSERT_TRUE(eventually([&] { return (*quiet_one)->stats().ticks >= 20; }));
+  EXPECT_EQ((*quiet_one)->stats().peer_heartbeats_sent, 0u);
 }
 
 // An operator's StatsQuery (pandora-ctl stats): each replica answers with
