@@ -36,6 +36,7 @@ struct Flags {
   uint64_t timeout_us = 5000;
   uint64_t memory_timeout_us = 100000;
   uint64_t tick_us = 250;
+  uint64_t leader_timeout_ms = 500;
   std::string backend = "tcp";
   uint64_t op_timeout_ms = 2000;
   std::string log_level = "info";
@@ -78,6 +79,10 @@ int main(int argc, char** argv) {
                "one over is final and stops the world)",
                100, 60000000);
   opts.add_u64("tick-us", &f.tick_us, "how often suspicion is evaluated and shared", 50, 1000000);
+  opts.add_u64("leader-timeout-ms", &f.leader_timeout_ms,
+               "the leader's successor deposes a leader it has not heard for this long (while it hears a majority "
+               "without it) instead of waiting for the leader's ZooKeeper session to expire; 0: never",
+               0, 600000);
   opts.add_choice("backend", &f.backend, {"tcp", "shm"}, "the leader's data plane to the memory nodes");
   opts.add_u64("op-timeout-ms", &f.op_timeout_ms, "the leader's data-plane operation timeout", 1, 600000);
   opts.add_choice("log-level", &f.log_level, {"debug", "info", "warn", "error"}, "log verbosity");
@@ -121,6 +126,11 @@ int main(int argc, char** argv) {
   o.timeout = std::chrono::microseconds(f.timeout_us);
   o.memory_timeout = std::chrono::microseconds(f.memory_timeout_us);
   o.tick = std::chrono::microseconds(f.tick_us);
+  if (f.leader_timeout_ms != 0 && f.leader_timeout_ms * 1000 <= 4 * f.tick_us) {
+    return usage_error(fmt::format("--leader-timeout-ms {} must be 0 or longer than 4 ticks (--tick-us {})",
+                                   f.leader_timeout_ms, f.tick_us));
+  }
+  o.leader_timeout = std::chrono::milliseconds(f.leader_timeout_ms);
   o.backend = f.backend == "shm" ? Backend::kShm : Backend::kTcp;
   o.op_timeout = std::chrono::milliseconds(f.op_timeout_ms);
 #ifdef PANDORA_CRASH_INJECTION

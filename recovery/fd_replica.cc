@@ -59,6 +59,7 @@ struct Flags {
   std::atomic<bool> replicas{true};
   std::atomic<bool> election{true};
   std::atomic<bool> replace{true};
+  std::atomic<bool> deposed{false};  // the leader's own election node changed, or a write was refused
 
   void raise(std::atomic<bool>& flag) {
     flag = true;
@@ -124,6 +125,8 @@ class Replica {
     d.timeout = o_.timeout;
     d.memory_timeout = o_.memory_timeout;
     d.tick = o_.tick;
+    d.peer_heartbeat = std::clamp<std::chrono::microseconds>(o_.leader_timeout / 20, std::chrono::milliseconds(1),
+                                                             std::chrono::milliseconds(25));
     auto det = fd::Detector::start(d, log_.child("detector"));
     if (!det) {
       log_.error("starting the detector: {}", det.status().to_string());
@@ -168,9 +171,27 @@ class Replica {
         // ZooKeeper unavailable for now: retry, but not in a tight loop.
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
+      if (flags_.deposed.exchange(false) && deposed()) {
+        // Whatever this replica still had in flight cannot land: its
+        // writes are guarded by the node that is gone, and the new leader
+        // recovers its data-plane identity. Start over as a follower.
+        log_.warn("replica {} was deposed{} (its election node {} is gone while its session lives on: its "
+                  "successor stopped hearing it); rejoining with a new session",
+                  o_.replica_id, leader_ ? " as the leader" : "", election_node_);
+        return kRestart;
+      }
       if (leader_) {
         if (int rc = lead(); rc != 0) return rc;
       } else {
+        // Each replica watches only its predecessor's node, so a replica
+        // whose predecessor took over the leadership (a deposition further
+        // up) learns that it is now next in line by reading the order
+        // again: once a second.
+        if (o_.leader_timeout.count() != 0 && std::chrono::steady_clock::now() >= next_election_read_) {
+          next_election_read_ = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+          read_successorship();
+        }
+        maybe_depose_leader();
         // Not the leader: the detector still runs (its suspicions count
         // towards the leader's majority); this only paces the loop.
         flags_.wait(std::chrono::milliseconds(20));
@@ -398,34 +419,133 @@ class Replica {
     return out;
   }
 
-  bool refresh_election() {
+  // The candidates in election order (the first leads).
+  Result<std::vector<std::string>> election_order() {
     auto kids = registry_->zk().children(registry_->path("fd/election"));
-    if (!kids) {
-      flags_.election = true;
-      return false;
-    }
+    if (!kids) return kids.status();
     std::vector<std::string> names = *kids;
     // Sequential names end in a 10-digit counter: sort by it.
     std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
       return a.substr(a.size() - 10) < b.substr(b.size() - 10);
     });
+    return names;
+  }
+
+  // Whether this replica is next in line (then successor_of_ names the
+  // leader), from the order `names`.
+  void note_successorship(const std::vector<std::string>& names) {
+    successor_of_.reset();
+    auto me = std::find(names.begin(), names.end(), election_node_);
+    if (me == names.end() || me == names.begin() || me - 1 != names.begin()) return;
+    auto id = registry_->candidate(names.front());
+    if (id) {
+      successor_of_ = Predecessor{names.front(), *id};
+    } else if (id.status().code() != Errc::kNotFound) {
+      log_.warn("reading the leader's election node {}: {}", names.front(), id.status().to_string());
+    }
+  }
+
+  // The order read again without arming a watch (one is armed on the
+  // predecessor already): for a follower whose predecessor took over.
+  void read_successorship() {
+    auto names = election_order();
+    if (!names) return;
+    if (!names->empty() && names->front() == election_node_) {
+      flags_.raise(flags_.election);  // leads now: refresh_election takes it from here
+      return;
+    }
+    note_successorship(*names);
+  }
+
+  bool refresh_election() {
+    auto order = election_order();
+    if (!order) {
+      flags_.election = true;
+      return false;
+    }
+    const std::vector<std::string>& names = *order;
     auto me = std::find(names.begin(), names.end(), election_node_);
     if (me == names.end()) {
-      log_.error("this replica's election node {} vanished (ZooKeeper session expired?)", election_node_);
+      // Deposed (its successor stopped hearing it), or the session expired.
+      log_.error("this replica's election node {} vanished (deposed, or ZooKeeper session expired?)",
+                 election_node_);
+      flags_.raise(flags_.deposed);
       flags_.election = true;
       return false;
     }
     if (me == names.begin()) {
+      // Every write from now on is guarded by this node (see
+      // fd_replica.h), and its deletion tells this replica it was deposed.
+      const std::string mine = registry_->election_path(election_node_);
+      registry_->zk().guard_writes(mine);
+      auto still = registry_->zk().watch_exists(mine, [this] { flags_.raise(flags_.deposed); });
+      if (!still || !*still) {
+        registry_->zk().clear_write_guard();
+        if (still) flags_.raise(flags_.deposed);
+        flags_.election = true;
+        return still.is_ok();
+      }
+      successor_of_.reset();
       leader_ = true;
       detector_->set_leader(true);
       log_.info("replica {} is the leader", o_.replica_id);
       return true;
     }
+    // The leader's successor watches for a leader that stops but keeps its
+    // session (maybe_depose_leader).
+    note_successorship(names);
     // Watch only the predecessor (no herd effect when the leader dies).
     auto exists = registry_->zk().watch_exists(registry_->path("fd/election/" + *(me - 1)),
                                                [this] { flags_.raise(flags_.election); });
     if (!exists || !*exists) flags_.election = true;
     return exists.is_ok();
+  }
+
+  // Whether this leader's election node is gone (deposed). A failed read is
+  // not proof: the guard refuses its writes meanwhile, and the flag is
+  // raised again by the next refused write.
+  bool deposed() {
+    auto e = registry_->zk().exists(registry_->election_path(election_node_));
+    return e && !*e;
+  }
+
+  // The leader's successor deposes a leader it has not heard (a heartbeat
+  // or a report) for leader_timeout while it hears a majority of the
+  // replicas without it, itself included: a replica cut off from the
+  // others deposes no one. Only the successor: one deposition per silence,
+  // and the leadership goes where the election would send it.
+  void maybe_depose_leader() {
+    if (o_.leader_timeout.count() == 0 || !successor_of_) return;
+    const Predecessor& leader = *successor_of_;
+    const auto silent = detector_->peer_silence(leader.replica_id);
+    // Never heard: it died before this replica heard it (or is not a
+    // peer yet); its session's expiry hands over the leadership.
+    if (!silent || *silent < o_.leader_timeout) return;
+    uint32_t heard = 1;
+    for (uint32_t id = 1; id <= o_.replicas; ++id) {
+      if (id == o_.replica_id || id == leader.replica_id) continue;
+      const auto s = detector_->peer_silence(id);
+      if (s && *s < o_.leader_timeout) ++heard;
+    }
+    if (heard < o_.replicas / 2 + 1) {
+      if (std::chrono::steady_clock::now() >= next_depose_log_) {
+        next_depose_log_ = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        log_.warn("the leader, replica {}, not heard for {} ms, but this replica hears only {} of {} replicas "
+                  "(itself included): not deposing it",
+                  leader.replica_id, silent->count() / 1000, heard, o_.replicas);
+      }
+      return;
+    }
+    log_.warn("deposing the leader, replica {} (election node {}): not heard for {} ms while its ZooKeeper session "
+              "lives on (stopped or cut off?); the next in line leads",
+              leader.replica_id, leader.node, silent->count() / 1000);
+    Status s = registry_->depose(leader.node);
+    if (!s && s.code() != Errc::kNotFound) {
+      log_.warn("deposing replica {}: {}", leader.replica_id, s.to_string());
+      return;
+    }
+    successor_of_.reset();
+    flags_.raise(flags_.election);
   }
 
   // Becomes an operational leader (data plane, coordinator), then recovers
@@ -587,8 +707,11 @@ class Replica {
 
   // A broken data connection is not repaired in place: the coordinator and
   // cluster view are rebuilt (same pid and slot) on the next round.
+  // kFenced: a write refused by the guard, or the data plane fenced by a
+  // new leader; either way, check whether this leader was deposed.
   void drop_data_plane_if_broken(const Status& s) {
     if (s.code() == Errc::kDisconnected || s.code() == Errc::kTimeout || s.code() == Errc::kIo) drop_data_plane();
+    if (s.code() == Errc::kFenced) flags_.raise(flags_.deposed);
   }
 
   // The coordinator and cluster view go; become_leader() builds them again
@@ -650,6 +773,7 @@ class Replica {
       auto pub = Registry::open(o_.zk, o_.root, o_.cluster_id, log_.child("publisher"));
       if (!pub) return Status(pub.status().code(), "opening the publishing session: " + pub.status().message());
       lead_->publisher = std::move(*pub);
+      lead_->publisher->zk().guard_writes(registry_->election_path(election_node_));
     }
 
     RecoveryCoordinatorOptions ro;
@@ -696,7 +820,16 @@ class Replica {
   std::unique_ptr<Registry> registry_;
   std::unique_ptr<fd::Detector> detector_;
   std::string election_node_;
-  Flags flags_;  // the main loop's: election
+  // The leader's election node and replica id while this replica is next
+  // in line (refresh_election); the main loop's.
+  struct Predecessor {
+    std::string node;
+    uint32_t replica_id = 0;
+  };
+  std::optional<Predecessor> successor_of_;
+  std::chrono::steady_clock::time_point next_depose_log_{};
+  std::chrono::steady_clock::time_point next_election_read_{};
+  Flags flags_;  // the main loop's: election, deposed
   std::atomic<bool> leader_{false};
   std::unique_ptr<Leadership> lead_;
   std::atomic<bool> recycle_due_{false};  // set by the housekeeper, acted on by the leader

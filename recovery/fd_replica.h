@@ -11,6 +11,19 @@
 // -> publish -> push -> sweep (recovery/recovery_coordinator.h). A new
 // leader first re-runs every recovery not marked done and recovers the
 // data-plane identity of the leader it replaces.
+//
+// A leader is replaced when its ZooKeeper session expires (it died, or
+// lost ZooKeeper) or sooner, when it is deposed: the replicas heartbeat
+// each other, and the leader's successor (the next election node) that has
+// not heard the leader for `leader_timeout` while it hears a majority of
+// the replicas without it deletes the leader's election node and leads.
+// The old leader may be alive (stopped, starved or cut off, its session
+// intact): every ZooKeeper write of a leader is guarded by its election
+// node (zk::ZkClient::guard_writes), so none lands once it is deposed, and
+// its data-plane identity is recovered (fenced) by the new leader first,
+// so none of its memory operations lands either. A deposed leader finds
+// out by a watch on its node (or a refused write) and rejoins as a
+// follower with a new session.
 #pragma once
 
 #include <atomic>
@@ -39,6 +52,10 @@ struct FdReplicaOptions {
   std::chrono::microseconds timeout{5000};         // compute nodes
   std::chrono::microseconds memory_timeout{100000};  // memory nodes (fd::DetectorOptions)
   std::chrono::microseconds tick{250};
+  // A leader not heard this long by its successor is deposed (see above);
+  // 0: never (a successor leads once the leader's session expires). The
+  // replicas heartbeat each other every leader_timeout / 20 (1..25 ms).
+  std::chrono::milliseconds leader_timeout{500};
   Backend backend = Backend::kTcp;      // the leader's data plane to the memory nodes
   std::chrono::milliseconds op_timeout{2000};
   // Told of each step of the leader's recoveries (may be null). pandora-fd's

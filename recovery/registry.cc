@@ -1277,6 +1277,23 @@ Result<std::string> Registry::stand_for_election(uint32_t replica_id) {
   return created->substr(created->rfind('/') + 1);
 }
 
+std::string Registry::election_path(std::string_view name) const { return path(fmt::format("fd/election/{}", name)); }
+
+Result<uint32_t> Registry::candidate(std::string_view name) {
+  auto node = zk_->get(election_path(name));
+  if (!node) return node.status();
+  static constexpr std::string_view kPrefix = "replica=";
+  std::string_view v = node->data;
+  if (v.rfind(kPrefix, 0) != 0 || v.empty() || v.back() != '\n') {
+    return Status(Errc::kCorrupt, fmt::format("election node {} does not name a replica", name));
+  }
+  auto id = parse_u64(v.substr(kPrefix.size(), v.size() - kPrefix.size() - 1), "replica id", UINT32_MAX);
+  if (!id) return Status(Errc::kCorrupt, fmt::format("election node {}: {}", name, id.status().message()));
+  return static_cast<uint32_t>(*id);
+}
+
+Status Registry::depose(std::string_view name) { return zk_->remove(election_path(name)); }
+
 Result<int> Registry::withdraw_stale_candidacies(uint32_t replica_id) {
   auto names = zk_->children(path("fd/election"));
   if (!names) return names.status();

@@ -362,6 +362,17 @@ class Registry {
   // Joins the leader election as `replica_id` (an ephemeral sequential
   // node under fd/election); returns the node's name.
   Result<std::string> stand_for_election(uint32_t replica_id);
+  // The full path of election node `name` (what stand_for_election
+  // returned): what a leader guards its writes with (ZkClient::guard_writes).
+  std::string election_path(std::string_view name) const;
+  // The replica id election node `name` stands for. kNotFound when it is
+  // gone; kCorrupt when it names none.
+  Result<uint32_t> candidate(std::string_view name);
+  // Deposes the leader whose election node is `name`: removes the node
+  // (another session's: the leader's is alive but the leader is not heard),
+  // which fails every write the old leader guarded with it and hands the
+  // leadership to the next candidate. kNotFound: gone already.
+  Status depose(std::string_view name);
 
   std::string path(std::string_view rel) const { return root_ + "/" + std::string(rel); }
 

@@ -6,6 +6,8 @@
 //
 //   CrashLoop                 compute processes killed (SIGKILL) at random moments and replaced, >= 8 times
 //   LeaderDiesAtEachRecoveryStep  the FD leader dies at each named recovery crash point; a new one finishes
+//   AStoppedLeaderIsDeposed...    the FD leader stands still mid-recovery, its session alive; its successor
+//                             deposes it and finishes; continued, the old leader finds out and follows
 //   ZooKeeperFaults           one ZooKeeper server lost during a recovery; then the quorum lost and regained
 //   FalsePositiveIsFenced     a SIGSTOPped compute process is declared failed, fenced, and exits with code 6
 //   FordStopsTheWorld...      ford: every live process parks and acknowledges each recovery's pause
@@ -985,7 +987,10 @@ TEST_F(FailoverTest, LeaderDiesAtEachRecoveryStep) {
       auto rec = recovery(pid);
       ASSERT_TRUE(rec && *rec);
       EXPECT_TRUE(leader.running()) << leader.tail();
-      if (leader.output().find("session expired") == std::string::npos) {
+      // A deposition sent while ZooKeeper was down may apply once it is
+      // back (a leader change it no longer needed, and a safe one).
+      if (leader.output().find("session expired") == std::string::npos &&
+          leader.output().find("was deposed") == std::string::npos) {
         EXPECT_EQ((*rec)->leader_replica, 1u) << "not finished by the leader that published it\n" << leader.tail();
       } else {
         // A successor finished it: the round then shows no more than the
@@ -1009,8 +1014,9 @@ TEST_F(FailoverTest, LeaderDiesAtEachRecoveryStep) {
     auto rc = (*armed)->wait(30s);
     ASSERT_TRUE(rc) << "the leader did not crash at " << point.name << "\n" << (*armed)->tail();
     EXPECT_EQ(*rc, 128 + SIGKILL) << "leader exit at " << point.name << "\n" << (*armed)->tail();
-    // A successor leads only after the dead leader's ZooKeeper session
-    // expires (2 s), so the record still shows where it died.
+    // A successor leads only after it deposes the dead leader (3 s:
+    // LocalClusterOptions::fd_leader_timeout_ms) or the leader's session
+    // expires (6 s), so the record still shows where it died.
     // Before the publish there is no record (no start record:
     // recovery_coordinator.h) and the pid is not in failed-ids.
     auto rec = recovery(pid);
@@ -1027,7 +1033,8 @@ TEST_F(FailoverTest, LeaderDiesAtEachRecoveryStep) {
       EXPECT_EQ((*rec)->step, point.step_at_death)
           << point.name << ": the leader died with the record at " << recovery_step_name((*rec)->step);
     }
-    // The successor leads once the dead leader's session (6 s) expires.
+    // The successor leads once it deposes the dead leader (or the leader's
+    // session expires).
     ASSERT_NO_FATAL_FAILURE(wait_recovered(pid, 60s, fmt::format("after the leader died at {}", point.name)));
     // The dead leader's data-plane identity is recovered by its successor.
     ASSERT_NO_FATAL_FAILURE(wait_recovered(*armed_pid, 30s, "the dead leader's own pid"));
@@ -1055,6 +1062,96 @@ TEST_F(FailoverTest, LeaderDiesAtEachRecoveryStep) {
     EXPECT_TRUE(std::regex_search(out, std::regex(fmt::format(R"(pid\s+{}\s+done\s)", pid))))
         << "pandora-ctl status does not show pid " << pid << " done:\n" << out;
   }
+}
+
+// 2b. A leader that stands still (SIGSTOP) in the middle of a recovery
+// keeps its ZooKeeper session (a stopped process closes nothing), so the
+// election alone would wait for the session to expire. Its successor
+// stops hearing it and deposes it after --leader-timeout-ms, finishes the
+// recovery and recovers the old leader's data-plane identity first (so
+// nothing the old leader had in flight lands). Continued, the old leader
+// finds its election node gone, rejoins as a follower, and the cluster
+// recovers the next failure under the new leader, consistent throughout.
+TEST_F(FailoverTest, AStoppedLeaderIsDeposedByItsSuccessor) {
+  ASSERT_NO_FATAL_FAILURE(start_cluster());
+  const std::vector<std::string> extra{"--leader-timeout-ms", "1000", "--memory-timeout-us",
+                                       std::to_string(kFdTimeoutUs)};
+  std::vector<std::string> armed_extra = extra;
+  armed_extra.insert(armed_extra.end(), {"--crash-at", "before-sweep", "--crash-signal", "stop"});
+  auto started = cluster_->start_fd(1, fd_args(kFdTimeoutUs, armed_extra));
+  ASSERT_TRUE(started) << started.status().to_string();
+  Child& old_leader = **started;
+  fds_[1] = *started;
+  std::optional<uint16_t> old_pid;
+  ASSERT_TRUE(wait_until(60s, [&] {
+    old_pid = fd_member_of(old_leader.pid());
+    return old_pid.has_value() || !old_leader.running();
+  })) << "replica 1 did not become leader\n" << old_leader.tail();
+  ASSERT_TRUE(old_pid) << old_leader.tail();
+  ASSERT_NO_FATAL_FAILURE(start_fds(kFdTimeoutUs, extra, 2));
+  std::vector<Compute> computes(2);
+  for (size_t i = 0; i < computes.size(); ++i) {
+    ASSERT_NO_FATAL_FAILURE(start_compute(fmt::format("bench{}", i + 1), 600, &computes[i]));
+  }
+
+  const uint16_t pid = computes[0].pid;
+  ASSERT_NO_FATAL_FAILURE(kill_compute(computes[0]));
+  ASSERT_TRUE(wait_until(60s, [&] { return process_stopped(old_leader.pid()) || !old_leader.running(); }, 5ms))
+      << "the leader did not stop before the sweep\n" << old_leader.tail();
+  ASSERT_TRUE(old_leader.running()) << old_leader.tail();
+  const auto stopped_at = Clock::now();
+  // Its successor (replica 2 or 3, whichever stood for election first).
+  uint32_t successor = 0;
+  ASSERT_TRUE(wait_until(60s, [&] {
+    for (uint32_t id : {2u, 3u}) {
+      if (fds_[id]->output().find("deposing the leader, replica 1") != std::string::npos) successor = id;
+    }
+    return successor != 0;
+  })) << "no replica deposed the stopped leader\n" << fds_[2]->tail() << fds_[3]->tail();
+  const std::string deposed_after = seconds_since(stopped_at);
+  // Deposed, not waited out: the stopped leader's session still holds its
+  // announcement (it goes when the session expires, 6 s after the stop).
+  auto replicas = zk_read([](Registry& r) { return r.replicas(); });
+  ASSERT_TRUE(replicas);
+  const bool session_alive = replicas->contains(1);
+  ASSERT_NO_FATAL_FAILURE(wait_recovered(pid, 60s, "the leader stood still before the sweep"));
+  auto rec = recovery(pid);
+  ASSERT_TRUE(rec && *rec);
+  EXPECT_EQ((*rec)->leader_replica, successor) << "finished by replica " << (*rec)->leader_replica;
+  ASSERT_NO_FATAL_FAILURE(wait_recovered(*old_pid, 30s, "the deposed leader's own data-plane pid"));
+  fprintf(stderr, "[%s] leader stopped before the sweep; deposed after %s (its session %s then); pid %u finished "
+          "by replica %u, %s after the stop\n",
+          seconds_since(t0_).c_str(), deposed_after.c_str(), session_alive ? "still alive" : "already expired", pid,
+          (*rec)->leader_replica, seconds_since(stopped_at).c_str());
+
+  // Continued, the old leader cannot finish anything (its data plane is
+  // fenced, its ZooKeeper writes guarded by the node that is gone): it
+  // finds itself deposed and rejoins with a new session.
+  ASSERT_TRUE(old_leader.signal(SIGCONT));
+  ASSERT_TRUE(wait_until(60s, [&] {
+    const std::string out = old_leader.output();
+    const size_t deposed = out.find("was deposed");
+    return deposed != std::string::npos && out.find("listening for heartbeats", deposed) != std::string::npos;
+  })) << "the continued leader did not rejoin as a follower\n" << old_leader.tail();
+  EXPECT_TRUE(old_leader.running()) << old_leader.tail();
+  EXPECT_EQ(old_leader.output().find(fmt::format("recovered pid {}:", pid)), std::string::npos)
+      << "the deposed leader finished the recovery it was stopped in\n" << old_leader.tail();
+  ASSERT_NO_FATAL_FAILURE(wait_replicas(3));
+
+  // The new leader recovers the next failure; the survivors commit on.
+  std::vector<Compute*> survivors{&computes[1]};
+  ASSERT_NO_FATAL_FAILURE(spawn_compute("bench3", 600, &computes[0]));
+  ASSERT_NO_FATAL_FAILURE(await_compute(&computes[0]));
+  ASSERT_NO_FATAL_FAILURE(expect_commits_grow(survivors, "after the deposition"));
+  const uint16_t next = computes[1].pid;
+  ASSERT_NO_FATAL_FAILURE(kill_compute(computes[1]));
+  ASSERT_NO_FATAL_FAILURE(wait_recovered(next, 60s, "under the new leader"));
+  auto next_rec = recovery(next);
+  ASSERT_TRUE(next_rec && *next_rec);
+  EXPECT_NE((*next_rec)->leader_replica, 1u) << "the deposed replica leads again";
+  ASSERT_NO_FATAL_FAILURE(kill_and_recover(computes));
+  ASSERT_NO_FATAL_FAILURE(expect_registry_clean(all_compute_pids_));
+  ASSERT_NO_FATAL_FAILURE(expect_memory_consistent("after the deposition"));
 }
 
 // 3. ZooKeeper faults. (a) The ZooKeeper leader is killed right after a

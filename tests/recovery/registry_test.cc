@@ -791,6 +791,60 @@ TEST_F(RegistryZkTest, ARestartedReplicaTakesOverWhatItsDeadPredecessorLeft) {
   EXPECT_EQ(other->data, "replica=2\n");
 }
 
+// A leader is deposed by another replica's session deleting its election
+// node (the leader's own session lives on: a stopped process). A candidacy
+// names its replica; once deposed, the old leader's guarded writes land
+// nowhere - each refused as fenced, which no caller takes for "already
+// done" - and the candidate after it is first in line.
+TEST_F(RegistryZkTest, ALeaderIsDeposedByRemovingItsElectionNode) {
+  const ClusterRecord c = one_node_cluster(0x6464);
+  ASSERT_TRUE(Registry::init(zk_options(), root("depose"), c, log_));
+  auto leader = Registry::open(zk_options(), root("depose"), 0x6464, log_);
+  ASSERT_TRUE(leader) << leader.status().to_string();
+  auto successor = Registry::open(zk_options(), root("depose"), 0x6464, log_);
+  ASSERT_TRUE(successor) << successor.status().to_string();
+  auto first = (*leader)->stand_for_election(3);
+  ASSERT_TRUE(first) << first.status().to_string();
+  auto second = (*successor)->stand_for_election(1);
+  ASSERT_TRUE(second) << second.status().to_string();
+  EXPECT_EQ((*successor)->candidate(*first).value(), 3u);
+  EXPECT_EQ((*leader)->candidate(*second).value(), 1u);
+  EXPECT_EQ((*leader)->election_path(*first), root("depose") + "/fd/election/" + *first);
+  auto odd = (*leader)->zk().create((*leader)->path("fd/election/n_"), "replica=x\n",
+                                    zk::CreateMode::kEphemeralSequential);
+  ASSERT_TRUE(odd) << odd.status().to_string();
+  EXPECT_EQ((*successor)->candidate(odd->substr(odd->rfind('/') + 1)).status().code(), Errc::kCorrupt);
+
+  (*leader)->zk().guard_writes((*leader)->election_path(*first));
+  RecoveryRecord r;
+  r.pid = 8;
+  r.leader_replica = 3;
+  ASSERT_TRUE((*leader)->start_recovery(r));
+  ASSERT_TRUE((*leader)->publish_failed(r));
+
+  ASSERT_TRUE((*successor)->depose(*first));
+  EXPECT_EQ((*successor)->candidate(*first).status().code(), Errc::kNotFound);
+  EXPECT_EQ((*successor)->depose(*first).code(), Errc::kNotFound);
+  auto names = (*successor)->zk().children((*successor)->path("fd/election"));
+  ASSERT_TRUE(names);
+  ASSERT_FALSE(names->empty());
+  EXPECT_EQ(names->front(), *second) << "the next candidate is first in line";
+
+  RecoveryRecord late = r;
+  late.pid = 9;
+  EXPECT_EQ((*leader)->start_recovery(late).code(), Errc::kFenced);
+  EXPECT_EQ((*leader)->publish_failed(late, false).code(), Errc::kFenced);
+  EXPECT_EQ((*leader)->publish_failed(r).code(), Errc::kFenced) << "not taken for an earlier run's publish";
+  EXPECT_EQ((*leader)->finish_recovery(r).code(), Errc::kFenced);
+  EXPECT_FALSE((*successor)->recovery(9).value());
+  auto failed = (*successor)->failed();
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(*failed, std::vector<uint16_t>{8});
+  auto rec = (*successor)->recovery(8);
+  ASSERT_TRUE(rec && *rec);
+  EXPECT_EQ((*rec)->step, RecoveryStep::kPublished) << "the deposed leader's late finish landed";
+}
+
 // The tree is readable by anyone (zk_dump.py) but only secret holders may
 // change it: a stranger on the host, or a process with another secret,
 // cannot publish a pid as failed, drop a record or take a lease.

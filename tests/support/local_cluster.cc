@@ -254,6 +254,7 @@ Result<Child*> LocalCluster::start_fd(uint32_t replica_id, const std::vector<std
   if (replica_id >= 1 && replica_id <= fd_ports_.size()) {
     argv.insert(argv.end(), {"--listen", fmt::format("127.0.0.1:{}", fd_ports_[replica_id - 1])});
   }
+  argv.insert(argv.end(), {"--leader-timeout-ms", std::to_string(options_.fd_leader_timeout_ms)});
   argv.insert(argv.end(), extra.begin(), extra.end());
   return spawn(fmt::format("fd{}", replica_id), argv);
 }

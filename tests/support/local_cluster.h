@@ -78,6 +78,13 @@ struct LocalClusterOptions {
   bool memd_heartbeats = false;
   uint64_t memd_heartbeat_us = 20000;
   uint32_t fd_replicas = 3;
+  // pandora-fd --leader-timeout-ms for every replica start_fd() starts
+  // (its own flags come later and win). Longer than the 500 ms default:
+  // a replica of a sanitizer build on two loaded cores can stand still
+  // that long, and a deposition is a leader change the tests do not ask
+  // for; still below the tests' 6 s sessions, so a dead leader is
+  // deposed, not waited out.
+  uint32_t fd_leader_timeout_ms = 3000;
 };
 
 // One child process. Exit codes follow the shell: 0..255 for an exit,
