@@ -87,48 +87,25 @@ fi
 command -v python3 >/dev/null 2>&1 || die "python3 not found"
 # shellcheck source=deploy/lib/private_dir.sh
 source "$script_dir/../lib/private_dir.sh"
+# shellcheck source=deploy/lib/smallbank_cluster.sh
+source "$script_dir/../lib/smallbank_cluster.sh"
 private_dir "$out" "output directory" || exit 2
 out="$(cd -- "$out" && pwd -P)"
 export PMEM_IS_PMEM_FORCE=1
 
 work=""
 bench_pids=()
-cleanup() {
-  local p
-  for p in ${bench_pids[@]+"${bench_pids[@]}"}; do kill -9 "$p" 2>/dev/null || true; done
-  if [[ -n "$work" && -d "$work/c" ]]; then bash "$root/deploy/local/cluster.sh" stop --dir "$work/c" >/dev/null 2>&1 || true; fi
-  [[ -z "$work" ]] || rm -rf -- "$work"
-}
-trap cleanup EXIT
+trap smallbank_cleanup EXIT
 
 # round FD: one round with that pandora-fd; prints "TOLD_MS DONE_MS" or
 # "incomplete". Runs in this shell (not in a command substitution), so an
 # interrupted run's trap stops what the round started.
 round() {
-  local memd="$1" bench="$2" ctl="$3" fd="$4" keep="$5" i n
+  local memd="$1" bench="$2" ctl="$3" fd="$4" keep="$5" n deadline
   work="$(mktemp -d "${TMPDIR:-/tmp}/pandora-correlated.XXXXXX")"
   bench_pids=()
-  bash "$root/deploy/local/cluster.sh" start --dir "$work/c" --nodes 2 --zookeeper --memd "$memd" --ctl "$ctl" \
-    >"$work/start.log" 2>&1 || { cat "$work/start.log" >&2; die "the cluster did not start"; }
-  local c=(--zookeeper "$(cat "$work/c/zk_connect")" --zk-root "$(cat "$work/c/zk_root")"
-           --cluster-id "$(cat "$work/c/cluster_id")" --secret-file "$work/c/secret")
-  "$bench" "${c[@]}" --workload smallbank --accounts 10000 --load --seconds 0 >"$work/load.log" 2>&1 ||
-    { tail -n 20 "$work/load.log" >&2; die "loading failed"; }
-  bash "$root/deploy/local/cluster.sh" start-fd --dir "$work/c" --fd-replicas 3 --fd "$fd" \
-    --fd-timeout-us "$fd_timeout_us" >"$work/fd.log" 2>&1 || { cat "$work/fd.log" >&2; die "the detector did not start"; }
-  for ((i = 0; i <= victims; i++)); do
-    "$bench" "${c[@]}" --workload smallbank --accounts 10000 --seconds 120 --threads 1 --coordinators 4 --no-check \
-      --log-level info >"$work/b$i.log" 2>&1 &
-    bench_pids+=($!)
-    disown "$!"  # no "Killed" line from bash for the victims
-  done
-  local deadline=$((SECONDS + 60))
-  for ((i = 0; i <= victims; i++)); do
-    until grep -q "commits so far" "$work/b$i.log" 2>/dev/null; do
-      [[ $SECONDS -lt $deadline ]] || die "bench $i did not commit within 60 s (log: $work/b$i.log)"
-      sleep 0.2
-    done
-  done
+  smallbank_cluster "$work" "$memd" "$ctl" "$bench" "$fd" "$fd_timeout_us"
+  smallbank_benches "$work" "$bench" $((victims + 1))
   sleep 1
   if [[ "$stagger_ms" == 0 ]]; then
     kill -9 "${bench_pids[@]:1}"
@@ -173,14 +150,7 @@ if not det or told is None or len(done) < k:
 else:
     print(f'{1000 * (told - min(det)):.1f} {1000 * (max(done) - min(det)):.1f}')
 PY
-  kill -9 "${bench_pids[0]}" 2>/dev/null || true
-  bench_pids=()
-  bash "$root/deploy/local/cluster.sh" stop --dir "$work/c" >/dev/null 2>&1 || true
-  if [[ -n "$keep" ]]; then
-    rm -rf -- "$keep" && mkdir -p -- "$keep" && cp -- "$work"/c/fd*.log "$work"/b*.log "$keep"/ 2>/dev/null || true
-  fi
-  rm -rf -- "$work"
-  work=""
+  smallbank_end_round "$keep"
 }
 
 : >"$out/rounds.txt"
