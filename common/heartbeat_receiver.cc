@@ -1,5 +1,6 @@
 #include "common/heartbeat_receiver.h"
 
+#include "common/bytes.h"
 #include "common/heartbeat_sender.h"
 #include "common/udp_socket.h"
 
@@ -18,7 +19,7 @@ std::string_view reject_reason_name(RejectReason r) {
 HeartbeatReceiver::HeartbeatReceiver(uint64_t cluster_id, std::string secret, std::chrono::milliseconds max_skew,
                                      const Logger& log)
     : cluster_id_(cluster_id),
-      mac_(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(secret.data()), secret.size())),
+      mac_(bytes_of(secret)),
       log_(log),
       guard_(max_skew) {}
 

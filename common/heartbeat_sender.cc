@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/bytes.h"
+
 namespace pandora {
 namespace {
 
@@ -19,10 +21,6 @@ uint64_t clock_ns(clockid_t c) {
   timespec ts{};
   ::clock_gettime(c, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-std::span<const uint8_t> bytes_of(const std::string& s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
 }
 
 }  // namespace

@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "common/bytes.h"
 #include "common/checksum.h"
 #include "memory/pending_handshakes.h"
 #include "memory/session_table.h"
@@ -481,7 +482,7 @@ class ControlServer::Impl {
   // take the next request.
   void process(Conn& c) {
     while (c.state != State::kClosing && !c.fence_pending && !c.handoff && c.pending_out() < kMaxPendingOutput) {
-      auto bytes = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(c.in.data()), c.in.size());
+      auto bytes = bytes_of(c.in);
       Result<size_t> len = wire::control_frame_length(bytes);
       if (!len) {
         protocol_error(c, len.status().message());
@@ -505,7 +506,7 @@ class ControlServer::Impl {
       protocol_error(c, std::string("expected Hello, got ") + std::string(type_name(wire::control_type(m))));
       return;
     }
-    Digest256 expected = hmac_sha256(secret_bytes(), as_bytes(wire::hello_mac_input(c.nonce, *hello)));
+    Digest256 expected = hmac_sha256(secret_bytes(), bytes_of(wire::hello_mac_input(c.nonce, *hello)));
     bool mac_ok = constant_time_equal(expected, hello->mac);
     if (hello->cluster_id != cluster_id_ || !mac_ok) {
       ++auth_failures_;
@@ -572,7 +573,7 @@ class ControlServer::Impl {
     // Our half of the mutual login: only a holder of the secret can MAC the
     // client's fresh nonce, so the client knows it talks to its cluster.
     wire::HelloOk ok{region_info(), {}};
-    ok.mac = hmac_sha256(secret_bytes(), as_bytes(wire::hello_ok_mac_input(c.nonce, *hello, ok.region)));
+    ok.mac = hmac_sha256(secret_bytes(), bytes_of(wire::hello_ok_mac_input(c.nonce, *hello, ok.region)));
     wire::encode_control(c.out, ok);
   }
 
@@ -828,10 +829,7 @@ class ControlServer::Impl {
     pending_ = PendingHandshakes(limits_.max_handshakes, limits_.max_handshakes_per_peer);
   }
 
-  std::span<const uint8_t> secret_bytes() const { return as_bytes(secret_); }
-  static std::span<const uint8_t> as_bytes(const std::string& s) {
-    return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-  }
+  std::span<const uint8_t> secret_bytes() const { return bytes_of(secret_); }
 
   Region& region_;
   FenceTable& fences_;

@@ -1,5 +1,6 @@
 #include "recovery/registry.h"
 
+#include "common/bytes.h"
 #include "common/checksum.h"
 
 #include <algorithm>
@@ -454,8 +455,7 @@ std::optional<LaneSlot> find_free_slot(const AllocRecord& a, uint32_t count, uin
 
 zk::DigestAuth registry_auth(std::string_view secret) {
   static constexpr std::string_view kLabel = "pandora zookeeper digest v1";
-  const Digest256 d = hmac_sha256({reinterpret_cast<const uint8_t*>(secret.data()), secret.size()},
-                                  {reinterpret_cast<const uint8_t*>(kLabel.data()), kLabel.size()});
+  const Digest256 d = hmac_sha256(bytes_of(secret), bytes_of(kLabel));
   std::string hex;
   for (uint8_t b : d) hex += fmt::format("{:02x}", b);
   return zk::DigestAuth{"pandora", std::move(hex)};

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "common/bytes.h"
 #include "common/checksum.h"
 #include "common/transport/shm_connection.h"
 #include "common/transport/socket_util.h"
@@ -18,10 +19,6 @@
 namespace pandora {
 
 namespace {
-
-std::span<const uint8_t> bytes_of(const std::string& s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-}
 
 // The Status a reply stands for when it is not the expected type.
 Status unexpected_reply(const wire::ControlMessage& reply, std::string_view wanted) {

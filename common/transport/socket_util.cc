@@ -15,6 +15,8 @@
 
 #include <fmt/format.h>
 
+#include "common/bytes.h"
+
 namespace pandora::net {
 
 namespace {
@@ -199,7 +201,7 @@ Status recv_exact(int fd, std::span<uint8_t> out, Deadline deadline) {
 Status send_control(int fd, const wire::ControlMessage& m, Deadline deadline) {
   std::string buf;
   wire::encode_control(buf, m);
-  return send_all(fd, std::span(reinterpret_cast<const uint8_t*>(buf.data()), buf.size()), deadline);
+  return send_all(fd, bytes_of(buf), deadline);
 }
 
 Result<wire::ControlMessage> recv_control(int fd, Deadline deadline) {

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "common/bytes.h"
+
 namespace pandora::wire {
 namespace {
 
@@ -429,10 +431,6 @@ constexpr std::string_view kHelloLabel = "pandora hello v2";
 constexpr std::string_view kHelloOkLabel = "pandora hello-ok v2";
 constexpr std::string_view kFrameKeyToDaemonLabel = "pandora frame-mac client-to-daemon v2";
 constexpr std::string_view kFrameKeyToClientLabel = "pandora frame-mac daemon-to-client v2";
-
-std::span<const uint8_t> span_of(const std::string& s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-}
 }  // namespace
 
 std::string hello_mac_input(const Nonce& server_nonce, const Hello& h) {
@@ -462,7 +460,7 @@ FrameMacKeys frame_mac_keys(std::span<const uint8_t> secret, const Nonce& server
     w.label(label);
     w.bytes(server_nonce);
     w.bytes(client_nonce);
-    return hmac_sha256(secret, span_of(in));
+    return hmac_sha256(secret, bytes_of(in));
   };
   return FrameMacKeys{derive(kFrameKeyToDaemonLabel), derive(kFrameKeyToClientLabel)};
 }

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/bytes.h"
 #include "common/checksum.h"
 
 namespace pandora::wire {
@@ -44,10 +45,6 @@ bool carries_pids(HeartbeatType t) {
 bool is_stats(HeartbeatType t) { return t == HeartbeatType::kStatsQuery || t == HeartbeatType::kStats; }
 // Bytes of the body before the pid list.
 size_t epoch_bytes(HeartbeatType t) { return t == HeartbeatType::kMemorySuspects ? 8 : 0; }
-
-std::span<const uint8_t> bytes_of(std::string_view s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-}
 
 Status malformed(std::string why) { return Status(Errc::kProtocol, "malformed failure-detector datagram: " + why); }
 

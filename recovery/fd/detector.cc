@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "common/bytes.h"
 #include "common/heartbeat_sender.h"
 
 namespace pandora::fd {
@@ -32,10 +33,6 @@ const char* kind_name(wire::SenderKind k) {
     case wire::SenderKind::kAdmin: return "operator tool";
   }
   return "node";
-}
-
-std::span<const uint8_t> bytes_of(const std::string& s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
 }
 
 MonitorOptions monitor_options(const DetectorOptions& o) {

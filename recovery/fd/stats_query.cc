@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "common/bytes.h"
 #include "common/heartbeat_sender.h"
 #include "common/udp_socket.h"
 
@@ -82,9 +83,7 @@ std::vector<ReplicaStatsAnswer> query_replica_stats(const std::map<uint32_t, End
         t.answer.error = s.message();
         continue;
       }
-      if (Status s = net::send_datagram(t.fd, *t.address,
-                                        {reinterpret_cast<const uint8_t*>(d.data()), d.size()});
-          !s) {
+      if (Status s = net::send_datagram(t.fd, *t.address, bytes_of(d)); !s) {
         t.answer.error = s.message();  // kept only if no answer comes
       }
     }

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/bytes.h"
 #include "common/checksum.h"
 #include "common/wire/heartbeat.h"
 
@@ -22,8 +23,6 @@ namespace {
 
 constexpr uint64_t kCluster = 0x5eed;
 constexpr std::string_view kSecret = "a cluster secret of 32 bytes ...";
-
-std::span<const uint8_t> bytes(std::string_view s) { return {reinterpret_cast<const uint8_t*>(s.data()), s.size()}; }
 
 HeartbeatMessage heartbeat(uint64_t seq) {
   HeartbeatMessage m;
@@ -51,15 +50,15 @@ void decode_each(benchmark::State& state, Key&& key) {
   (void)encode_heartbeat(d, heartbeat(1), kSecret);
   if (state.range(0) != 0) d.back() = static_cast<char>(d.back() ^ 1);
   for (auto _ : state) {
-    auto m = decode_heartbeat(bytes(d), key, kCluster);
+    auto m = decode_heartbeat(bytes_of(d), key, kCluster);
     benchmark::DoNotOptimize(m);
   }
 }
 
 void BM_Encode_Secret(benchmark::State& state) { encode_each(state, kSecret); }
-void BM_Encode_Keyed(benchmark::State& state) { encode_each(state, HmacSha256(bytes(kSecret))); }
+void BM_Encode_Keyed(benchmark::State& state) { encode_each(state, HmacSha256(bytes_of(kSecret))); }
 void BM_Decode_Secret(benchmark::State& state) { decode_each(state, kSecret); }
-void BM_Decode_Keyed(benchmark::State& state) { decode_each(state, HmacSha256(bytes(kSecret))); }
+void BM_Decode_Keyed(benchmark::State& state) { decode_each(state, HmacSha256(bytes_of(kSecret))); }
 BENCHMARK(BM_Encode_Secret);
 BENCHMARK(BM_Encode_Keyed);
 BENCHMARK(BM_Decode_Secret)->ArgName("forged")->Arg(0)->Arg(1);
