@@ -205,7 +205,13 @@ void Membership::learn(uint16_t pid, bool by_push) {
   }
   if (pid == record_.pid && !leaving_.load(std::memory_order_acquire) &&
       !fenced_.exchange(true, std::memory_order_acq_rel)) {
-    logger_.error("this node (pid {}) was declared failed and fenced by the failure detector", pid);
+    if (record_.role == MemberRole::kFd) {
+      // A detector leader's data-plane identity, recovered by the leader
+      // that replaced it (pandora-fd rejoins as a follower): expected.
+      logger_.warn("this FD leader's data-plane identity (pid {}) was recovered by the leader that replaced it", pid);
+    } else {
+      logger_.error("this node (pid {}) was declared failed and fenced by the failure detector", pid);
+    }
     std::function<void()> f;
     {
       std::lock_guard<std::mutex> g(mu_);
