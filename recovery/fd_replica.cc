@@ -521,6 +521,9 @@ class Replica {
     // Never heard: it died before this replica heard it (or is not a
     // peer yet); its session's expiry hands over the leadership.
     if (!silent || *silent < o_.leader_timeout) return;
+    // This replica's own detector thread behind (descheduled, or mid-way
+    // through what queued meanwhile): the silence may be its own.
+    if (detector_->since_last_drain() > o_.leader_timeout / 4) return;
     uint32_t heard = 1;
     for (uint32_t id = 1; id <= o_.replicas; ++id) {
       if (id == o_.replica_id || id == leader.replica_id) continue;

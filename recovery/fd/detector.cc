@@ -52,6 +52,7 @@ Detector::Detector(DetectorOptions options, const Logger& log)
       log_(log),
       incarnation_(random_incarnation()),
       started_mono_ns_(monotonic_ns()),
+      last_drain_ns_(started_mono_ns_),
       receiver_(options_.cluster_id, options_.secret, options_.max_skew, log),
       monitor_(monitor_options(options_)) {}
 
@@ -364,8 +365,14 @@ void Detector::receive_all(int max) {
         receiver_.accept(std::span<const uint8_t>(buf.data(), static_cast<size_t>(n)), from, from_len);
     if (m) handle(*m, from, from_len, monotonic_ns());
   }
+  last_drain_ns_.store(monotonic_ns(), std::memory_order_relaxed);
   std::lock_guard lock(mu_);
   stats_.datagrams += received;
+}
+
+std::chrono::microseconds Detector::since_last_drain() const {
+  const uint64_t now = monotonic_ns(), last = last_drain_ns_.load(std::memory_order_relaxed);
+  return std::chrono::microseconds(now > last ? (now - last) / 1000 : 0);
 }
 
 void Detector::handle(const wire::HeartbeatMessage& m, const sockaddr_storage& from, socklen_t from_len,

@@ -181,6 +181,11 @@ class Detector {
   // or a report); nullopt when it never has (since start, or since the
   // peer joined the map of set_peers).
   std::optional<std::chrono::microseconds> peer_silence(uint32_t replica_id) const;
+  // How long ago this replica's thread last read its socket dry. Long when
+  // the thread is descheduled: then every peer_silence() is stale too, so
+  // a caller must not judge a peer by it (it would take its own stall for
+  // the peer's).
+  std::chrono::microseconds since_last_drain() const;
 
   DetectorStats stats() const;
   // What a StatsQuery is answered with: stats() and this replica's state.
@@ -220,6 +225,7 @@ class Detector {
   uint16_t port_ = 0;
   std::atomic<uint64_t> seq_{0};
   std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> last_drain_ns_{0};  // CLOCK_MONOTONIC at the end of receive_all()
   std::thread thread_;
   std::mutex push_mu_;  // serialises push_failed: one receiver must see its seqs in order
 

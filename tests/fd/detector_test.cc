@@ -210,7 +210,11 @@ TEST(Detector, AStalledReplicaReadsWhatQueuedBeforeJudging) {
   for (int round = 1; round <= 3; ++round) {
     const uint64_t heard = det.stats().heartbeats;
     stall = true;
+    // Meanwhile the replica says its thread is behind (a caller must not
+    // judge peers by silences it did not observe).
+    ASSERT_TRUE(eventually([&] { return det.since_last_drain() >= 2 * kLoadTolerantTimeout; }));
     ASSERT_TRUE(eventually([&] { return stalls.load() == round; }));
+    ASSERT_TRUE(eventually([&] { return det.since_last_drain() < kLoadTolerantTimeout; }));
     ASSERT_TRUE(eventually([&] { return det.stats().heartbeats >= heard + 5; }));
     const std::vector<FailedNode> f = det.wait_failed(0ms);
     ASSERT_TRUE(f.empty()) << "stall " << round << ": a node that kept sending was failed";
