@@ -511,37 +511,27 @@ class Replica {
 
   // The leader's successor deposes a leader it has not heard (a heartbeat
   // or a report) for leader_timeout while it hears a majority of the
-  // replicas without it, itself included: a replica cut off from the
-  // others deposes no one. Only the successor: one deposition per silence,
-  // and the leadership goes where the election would send it.
+  // replicas without it, itself included (a replica cut off from the
+  // others deposes no one), and its own detector thread is current
+  // (fd::Detector::judge_leader). Only the successor: one deposition per
+  // silence, and the leadership goes where the election would send it.
   void maybe_depose_leader() {
     if (o_.leader_timeout.count() == 0 || !successor_of_) return;
     const Predecessor& leader = *successor_of_;
-    const auto silent = detector_->peer_silence(leader.replica_id);
-    // Never heard: it died before this replica heard it (or is not a
-    // peer yet); its session's expiry hands over the leadership.
-    if (!silent || *silent < o_.leader_timeout) return;
-    // This replica's own detector thread behind (descheduled, or mid-way
-    // through what queued meanwhile): the silence may be its own.
-    if (detector_->since_last_drain() > o_.leader_timeout / 4) return;
-    uint32_t heard = 1;
-    for (uint32_t id = 1; id <= o_.replicas; ++id) {
-      if (id == o_.replica_id || id == leader.replica_id) continue;
-      const auto s = detector_->peer_silence(id);
-      if (s && *s < o_.leader_timeout) ++heard;
-    }
-    if (heard < o_.replicas / 2 + 1) {
+    const fd::LeaderJudgement j = detector_->judge_leader(leader.replica_id, o_.leader_timeout);
+    if (j.verdict == fd::LeaderVerdict::kNoMajority) {
       if (std::chrono::steady_clock::now() >= next_depose_log_) {
         next_depose_log_ = std::chrono::steady_clock::now() + std::chrono::seconds(10);
         log_.warn("the leader, replica {}, not heard for {} ms, but this replica hears only {} of {} replicas "
                   "(itself included): not deposing it",
-                  leader.replica_id, silent->count() / 1000, heard, o_.replicas);
+                  leader.replica_id, j.silence.count() / 1000, j.heard, o_.replicas);
       }
       return;
     }
+    if (j.verdict != fd::LeaderVerdict::kDepose) return;
     log_.warn("deposing the leader, replica {} (election node {}): not heard for {} ms while its ZooKeeper session "
               "lives on (stopped or cut off?); the next in line leads",
-              leader.replica_id, leader.node, silent->count() / 1000);
+              leader.replica_id, leader.node, j.silence.count() / 1000);
     Status s = registry_->depose(leader.node);
     if (!s && s.code() != Errc::kNotFound) {
       log_.warn("deposing replica {}: {}", leader.replica_id, s.to_string());

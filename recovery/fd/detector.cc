@@ -370,6 +370,42 @@ void Detector::receive_all(int max) {
   stats_.datagrams += received;
 }
 
+std::string_view leader_verdict_name(LeaderVerdict v) {
+  switch (v) {
+    case LeaderVerdict::kHeard: return "heard";
+    case LeaderVerdict::kNeverHeard: return "never heard";
+    case LeaderVerdict::kSelfBehind: return "this replica behind";
+    case LeaderVerdict::kNoMajority: return "no majority without it";
+    case LeaderVerdict::kDepose: return "depose";
+  }
+  return "unknown";
+}
+
+LeaderJudgement Detector::judge_leader(uint32_t leader, std::chrono::microseconds timeout) const {
+  const uint64_t now = monotonic_ns();
+  const uint64_t timeout_ns = static_cast<uint64_t>(timeout.count()) * 1000;
+  auto silence_ns = [now](uint64_t t) { return now > t ? now - t : 0; };
+  LeaderJudgement j;
+  std::lock_guard lock(mu_);
+  const auto it = peer_heard_ns_.find(leader);
+  if (it == peer_heard_ns_.end()) return j;  // kNeverHeard
+  j.silence = std::chrono::microseconds(silence_ns(it->second) / 1000);
+  j.heard = 1;
+  for (const auto& [id, t] : peer_heard_ns_) {
+    if (id != leader && silence_ns(t) < timeout_ns) ++j.heard;
+  }
+  if (silence_ns(it->second) < timeout_ns) {
+    j.verdict = LeaderVerdict::kHeard;
+  } else if (silence_ns(last_drain_ns_.load(std::memory_order_relaxed)) > timeout_ns / 4) {
+    j.verdict = LeaderVerdict::kSelfBehind;
+  } else if (j.heard < options_.replicas / 2 + 1) {
+    j.verdict = LeaderVerdict::kNoMajority;
+  } else {
+    j.verdict = LeaderVerdict::kDepose;
+  }
+  return j;
+}
+
 std::chrono::microseconds Detector::since_last_drain() const {
   const uint64_t now = monotonic_ns(), last = last_drain_ns_.load(std::memory_order_relaxed);
   return std::chrono::microseconds(now > last ? (now - last) / 1000 : 0);

@@ -41,6 +41,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -81,6 +82,23 @@ struct FailedNode {
   uint32_t id = 0;
   uint64_t detected_mono_ns = 0;    // CLOCK_MONOTONIC when a majority was first seen
   uint64_t last_heard_mono_ns = 0;  // CLOCK_MONOTONIC of its last heartbeat here (or of watch())
+};
+
+// What a replica next in line makes of the leader's silence
+// (Detector::judge_leader; recovery/fd_replica.h deposes on kDepose).
+enum class LeaderVerdict : uint8_t {
+  kHeard,       // heard within the timeout
+  kNeverHeard,  // not heard since this replica started (or not a peer): its session's expiry decides
+  kSelfBehind,  // this replica's own thread is behind: the silence may be its own
+  kNoMajority,  // silent, but this replica does not hear a majority without it either
+  kDepose,      // silent while a majority (this replica included) hears each other
+};
+std::string_view leader_verdict_name(LeaderVerdict v);
+
+struct LeaderJudgement {
+  LeaderVerdict verdict = LeaderVerdict::kNeverHeard;
+  std::chrono::microseconds silence{0};  // the leader's, when it was heard at all
+  uint32_t heard = 0;                    // replicas heard within the timeout, this one included, the leader not
 };
 
 struct DetectorStats {
@@ -186,6 +204,11 @@ class Detector {
   // a caller must not judge a peer by it (it would take its own stall for
   // the peer's).
   std::chrono::microseconds since_last_drain() const;
+  // Judges peer `leader`'s silence against `timeout`, in this order:
+  // heard within it; never heard; this replica's thread behind (its last
+  // drain older than timeout / 4); a majority of the N replicas, this one
+  // included and the leader not, heard within it; else depose.
+  LeaderJudgement judge_leader(uint32_t leader, std::chrono::microseconds timeout) const;
 
   DetectorStats stats() const;
   // What a StatsQuery is answered with: stats() and this replica's state.

@@ -57,7 +57,9 @@ constexpr auto kLoadTolerantTimeout = std::chrono::microseconds(100'000);
 // N replicas on loopback, each knowing the others.
 class Replicas {
  public:
-  explicit Replicas(uint32_t n, std::chrono::microseconds timeout = 5000us, const Logger& log = quiet()) {
+  // `hooks`: DetectorOptions::loop_hook of some replicas, by id.
+  explicit Replicas(uint32_t n, std::chrono::microseconds timeout = 5000us, const Logger& log = quiet(),
+                    std::map<uint32_t, std::function<void()>> hooks = {}) {
     for (uint32_t id = 1; id <= n; ++id) {
       DetectorOptions o;
       o.cluster_id = kCluster;
@@ -65,6 +67,7 @@ class Replicas {
       o.replica_id = id;
       o.replicas = n;
       o.timeout = timeout;
+      if (hooks.contains(id)) o.loop_hook = hooks[id];
       Result<std::unique_ptr<Detector>> d = Detector::start(o, log);
       if (!d) throw std::runtime_error(d.status().to_string());
       detectors_.push_back(std::move(d.value()));
@@ -517,6 +520,63 @@ TEST(Detector, ReplicasHearEachOtherAndTellHowLongAPeerHasBeenSilent) {
   ASSERT_TRUE((*quiet_one)->set_peers({{1, loopback(r.at(1).port())}, {3, loopback(r.at(3).port())}}));
   ASSERT_TRUE(eventually([&] { return (*quiet_one)->stats().ticks >= 20; }));
   EXPECT_EQ((*quiet_one)->stats().peer_heartbeats_sent, 0u);
+}
+
+// What the leader's successor makes of the leader's silence (it deposes
+// on kDepose: recovery/fd_replica.h): a leader heard is kept; one never
+// heard is left to its session's expiry; a silent one is deposed only
+// while the successor's own thread is current - a successor descheduled
+// for longer than the timeout hears no one, and must not take its own
+// stall for the leader's - and while it hears a majority without it.
+TEST(Detector, ASuccessorDeposesASilentLeaderOnlyWithAMajorityAndItsOwnThreadCurrent) {
+  constexpr auto kTimeout = std::chrono::microseconds(200'000);
+  std::atomic<bool> stall{false};
+  std::atomic<bool> stalled{false};
+  // Replica 2 (the successor) stands still while `stall` is set.
+  Replicas r(3, kLoadTolerantTimeout, quiet(), {{2, [&] {
+                                                   while (stall.load()) {
+                                                     stalled = true;
+                                                     std::this_thread::sleep_for(1ms);
+                                                   }
+                                                   stalled = false;
+                                                 }}});
+  Detector& successor = r.at(2);
+  auto verdict = [&] { return successor.judge_leader(1, kTimeout).verdict; };
+  // Heard: the leader, and (itself and) replica 3.
+  ASSERT_TRUE(eventually([&] {
+    const LeaderJudgement j = successor.judge_leader(1, kTimeout);
+    return j.verdict == LeaderVerdict::kHeard && j.heard == 2;
+  }));
+  EXPECT_EQ(successor.judge_leader(4, kTimeout).verdict, LeaderVerdict::kNeverHeard) << "not a peer";
+
+  // The successor's own thread stands still: everyone looks silent to it,
+  // the leader included, but it says so rather than deposing.
+  stall = true;
+  ASSERT_TRUE(eventually([&] { return stalled.load(); }));
+  bool self_behind = false;
+  const auto until = std::chrono::steady_clock::now() + 3 * kTimeout;
+  while (std::chrono::steady_clock::now() < until) {
+    const LeaderVerdict v = verdict();
+    ASSERT_NE(v, LeaderVerdict::kDepose) << "a stalled successor deposed a live leader";
+    self_behind |= v == LeaderVerdict::kSelfBehind;
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_TRUE(self_behind) << "the stall lasted " << 3 * kTimeout.count() / 1000 << " ms";
+  stall = false;
+  ASSERT_TRUE(eventually([&] { return verdict() == LeaderVerdict::kHeard; }));
+
+  // The leader stops: deposed, while replica 3 is heard.
+  r.stop(1);
+  ASSERT_TRUE(eventually([&] { return verdict() == LeaderVerdict::kDepose; }));
+  LeaderJudgement j = successor.judge_leader(1, kTimeout);
+  EXPECT_GE(j.silence, kTimeout);
+  EXPECT_EQ(j.heard, 2u);
+  // Replica 3 stops too: no majority without the leader any more.
+  r.stop(3);
+  ASSERT_TRUE(eventually([&] { return verdict() == LeaderVerdict::kNoMajority; }));
+  j = successor.judge_leader(1, kTimeout);
+  EXPECT_EQ(j.heard, 1u);
+  EXPECT_EQ(leader_verdict_name(j.verdict), "no majority without it");
 }
 
 // An operator's StatsQuery (pandora-ctl stats): each replica answers with
