@@ -125,8 +125,11 @@ class Replica {
     d.timeout = o_.timeout;
     d.memory_timeout = o_.memory_timeout;
     d.tick = o_.tick;
-    d.peer_heartbeat = std::clamp<std::chrono::microseconds>(o_.leader_timeout / 20, std::chrono::milliseconds(1),
-                                                             std::chrono::milliseconds(25));
+    // Peer heartbeats serve only the deposition: none without it.
+    d.peer_heartbeat = o_.leader_timeout.count() == 0
+                           ? std::chrono::microseconds(0)
+                           : std::clamp<std::chrono::microseconds>(o_.leader_timeout / 20, std::chrono::milliseconds(1),
+                                                                   std::chrono::milliseconds(25));
     auto det = fd::Detector::start(d, log_.child("detector"));
     if (!det) {
       log_.error("starting the detector: {}", det.status().to_string());

@@ -54,7 +54,8 @@ struct FdReplicaOptions {
   std::chrono::microseconds tick{250};
   // A leader not heard this long by its successor is deposed (see above);
   // 0: never (a successor leads once the leader's session expires). The
-  // replicas heartbeat each other every leader_timeout / 20 (1..25 ms).
+  // replicas heartbeat each other every leader_timeout / 20 (1..25 ms);
+  // with 0 they do not.
   std::chrono::milliseconds leader_timeout{500};
   Backend backend = Backend::kTcp;      // the leader's data plane to the memory nodes
   std::chrono::milliseconds op_timeout{2000};
