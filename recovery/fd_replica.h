@@ -16,7 +16,9 @@
 // lost ZooKeeper) or sooner, when it is deposed: the replicas heartbeat
 // each other, and the leader's successor (the next election node) that has
 // not heard the leader for `leader_timeout` while it hears a majority of
-// the replicas without it deletes the leader's election node and leads.
+// the replicas without it, and its own detector thread is not behind
+// (fd::Detector::judge_leader), deletes the leader's election node and
+// leads.
 // The old leader may be alive (stopped, starved or cut off, its session
 // intact): every ZooKeeper write of a leader is guarded by its election
 // node (zk::ZkClient::guard_writes), so none lands once it is deposed, and
