@@ -35,6 +35,14 @@ const char* kind_name(wire::SenderKind k) {
   return "node";
 }
 
+// Nanoseconds from `then` to `now` (both CLOCK_MONOTONIC); 0 when `then`
+// was stamped after `now` was read (by another thread).
+uint64_t elapsed_ns(uint64_t now, uint64_t then) { return now > then ? now - then : 0; }
+
+std::chrono::microseconds elapsed_us(uint64_t now, uint64_t then) {
+  return std::chrono::microseconds(elapsed_ns(now, then) / 1000);
+}
+
 MonitorOptions monitor_options(const DetectorOptions& o) {
   MonitorOptions m;
   m.self = o.replica_id;
@@ -383,20 +391,19 @@ std::string_view leader_verdict_name(LeaderVerdict v) {
 
 LeaderJudgement Detector::judge_leader(uint32_t leader, std::chrono::microseconds timeout) const {
   const uint64_t now = monotonic_ns();
-  const uint64_t timeout_ns = static_cast<uint64_t>(timeout.count()) * 1000;
-  auto silence_ns = [now](uint64_t t) { return now > t ? now - t : 0; };
+  const uint64_t timeout_ns = ns_of(timeout);
   LeaderJudgement j;
   std::lock_guard lock(mu_);
   const auto it = peer_heard_ns_.find(leader);
   if (it == peer_heard_ns_.end()) return j;  // kNeverHeard
-  j.silence = std::chrono::microseconds(silence_ns(it->second) / 1000);
+  j.silence = elapsed_us(now, it->second);
   j.heard = 1;
   for (const auto& [id, t] : peer_heard_ns_) {
-    if (id != leader && silence_ns(t) < timeout_ns) ++j.heard;
+    if (id != leader && elapsed_ns(now, t) < timeout_ns) ++j.heard;
   }
-  if (silence_ns(it->second) < timeout_ns) {
+  if (elapsed_ns(now, it->second) < timeout_ns) {
     j.verdict = LeaderVerdict::kHeard;
-  } else if (silence_ns(last_drain_ns_.load(std::memory_order_relaxed)) > timeout_ns / 4) {
+  } else if (elapsed_ns(now, last_drain_ns_.load(std::memory_order_relaxed)) > timeout_ns / 4) {
     j.verdict = LeaderVerdict::kSelfBehind;
   } else if (j.heard < options_.replicas / 2 + 1) {
     j.verdict = LeaderVerdict::kNoMajority;
@@ -407,8 +414,7 @@ LeaderJudgement Detector::judge_leader(uint32_t leader, std::chrono::microsecond
 }
 
 std::chrono::microseconds Detector::since_last_drain() const {
-  const uint64_t now = monotonic_ns(), last = last_drain_ns_.load(std::memory_order_relaxed);
-  return std::chrono::microseconds(now > last ? (now - last) / 1000 : 0);
+  return elapsed_us(monotonic_ns(), last_drain_ns_.load(std::memory_order_relaxed));
 }
 
 void Detector::handle(const wire::HeartbeatMessage& m, const sockaddr_storage& from, socklen_t from_len,
@@ -530,6 +536,19 @@ uint64_t Detector::tick(uint64_t now) {
 
   std::string datagram;
   uint64_t sent = 0, errors = 0;
+  // Sends `datagram` to every peer; returns how many went (the rest count
+  // as send errors).
+  auto send_to_peers = [&] {
+    uint64_t n = 0;
+    for (const net::UdpAddress& a : targets) {
+      if (send_to(a, datagram)) {
+        ++n;
+      } else {
+        ++errors;
+      }
+    }
+    return n;
+  };
   for (auto [type, ids, reported] : {std::tuple{wire::HeartbeatType::kSuspects, &compute, &reported_compute_},
                                      std::tuple{wire::HeartbeatType::kMemorySuspects, &memory, &reported_memory_}}) {
     // Also the first empty set after a non-empty one, so peers stop counting
@@ -542,13 +561,7 @@ uint64_t Detector::tick(uint64_t now) {
       log_.error("cannot encode a suspicion report: {}", s.to_string());
       continue;
     }
-    for (const net::UdpAddress& a : targets) {
-      if (send_to(a, datagram)) {
-        ++sent;
-      } else {
-        ++errors;
-      }
-    }
+    sent += send_to_peers();
   }
   uint64_t peer_sent = 0;
   const bool peer_heartbeats = options_.peer_heartbeat.count() > 0;
@@ -558,13 +571,7 @@ uint64_t Detector::tick(uint64_t now) {
       if (Status s = encode(datagram, wire::HeartbeatType::kHeartbeat, {}, 0); !s) {
         log_.error("cannot encode a heartbeat: {}", s.to_string());
       } else {
-        for (const net::UdpAddress& a : targets) {
-          if (send_to(a, datagram)) {
-            ++peer_sent;
-          } else {
-            ++errors;
-          }
-        }
+        peer_sent = send_to_peers();
       }
     }
   }
@@ -589,7 +596,7 @@ std::optional<std::chrono::microseconds> Detector::peer_silence(uint32_t replica
   std::lock_guard lock(mu_);
   const auto it = peer_heard_ns_.find(replica_id);
   if (it == peer_heard_ns_.end()) return std::nullopt;
-  return std::chrono::microseconds(now > it->second ? (now - it->second) / 1000 : 0);
+  return elapsed_us(now, it->second);
 }
 
 void Detector::evaluate_locked(uint64_t now) {
