@@ -64,20 +64,15 @@ done
 [[ "$stagger_ms" =~ ^[0-9]{1,4}$ ]] || die "--stagger-ms must be 0..9999, got '$stagger_ms'"
 [[ "$fd_timeout_us" =~ ^[1-9][0-9]*$ ]] || die "--fd-timeout-us must be a positive integer, got '$fd_timeout_us'"
 [[ -z "$fd_b" || -z "$build_b" ]] || die "--fd-b and --build-b exclude each other"
-# binaries_of BUILD: checks and prints that build's memd, bench, ctl and fd.
-binaries_of() {
-  local b
-  for b in "$1/memory/pandora-memd" "$1/workloads/bench/pandora-bench" "$1/deploy/pandora-ctl" \
-           "$1/recovery/pandora-fd"; do
-    [[ -x "$b" ]] || die "$b not found (bash deploy/setup.sh release builds it)"
-    printf '%s\n' "$b"
-  done
-}
-mapfile -t bin_a < <(binaries_of "$build")
+# shellcheck source=deploy/lib/private_dir.sh
+source "$script_dir/../lib/private_dir.sh"
+# shellcheck source=deploy/lib/smallbank_cluster.sh
+source "$script_dir/../lib/smallbank_cluster.sh"
+mapfile -t bin_a < <(smallbank_binaries "$build")
 [[ ${#bin_a[@]} -eq 4 ]] || exit 1
 bin_b=()
 if [[ -n "$build_b" ]]; then
-  mapfile -t bin_b < <(binaries_of "$build_b")
+  mapfile -t bin_b < <(smallbank_binaries "$build_b")
   [[ ${#bin_b[@]} -eq 4 ]] || exit 1
 elif [[ -n "$fd_b" ]]; then
   [[ -x "$fd_b" ]] || die "$fd_b not found"
@@ -85,16 +80,10 @@ elif [[ -n "$fd_b" ]]; then
   bin_b=("${bin_a[@]:0:3}" "$fd_b")
 fi
 command -v python3 >/dev/null 2>&1 || die "python3 not found"
-# shellcheck source=deploy/lib/private_dir.sh
-source "$script_dir/../lib/private_dir.sh"
-# shellcheck source=deploy/lib/smallbank_cluster.sh
-source "$script_dir/../lib/smallbank_cluster.sh"
 private_dir "$out" "output directory" || exit 2
 out="$(cd -- "$out" && pwd -P)"
 export PMEM_IS_PMEM_FORCE=1
 
-work=""
-bench_pids=()
 trap smallbank_cleanup EXIT
 
 # round FD: one round with that pandora-fd; prints "TOLD_MS DONE_MS" or

@@ -63,24 +63,17 @@ done
 [[ "$b_ms" =~ ^[0-9]{1,6}$ ]] || die "--b-ms must be 0..999999, got '$b_ms'"
 [[ "$zk_session_ms" =~ ^[1-9][0-9]{2,5}$ ]] || die "--zk-session-ms must be 100..999999, got '$zk_session_ms'"
 [[ "$fd_timeout_us" =~ ^[1-9][0-9]*$ ]] || die "--fd-timeout-us must be a positive integer, got '$fd_timeout_us'"
-memd="$build/memory/pandora-memd"
-bench="$build/workloads/bench/pandora-bench"
-ctl="$build/deploy/pandora-ctl"
-fd="$build/recovery/pandora-fd"
-for b in "$memd" "$bench" "$ctl" "$fd"; do
-  [[ -x "$b" ]] || die "$b not found (bash deploy/setup.sh release builds it)"
-done
-command -v python3 >/dev/null 2>&1 || die "python3 not found"
 # shellcheck source=deploy/lib/private_dir.sh
 source "$script_dir/../lib/private_dir.sh"
 # shellcheck source=deploy/lib/smallbank_cluster.sh
 source "$script_dir/../lib/smallbank_cluster.sh"
+mapfile -t bins < <(smallbank_binaries "$build")
+[[ ${#bins[@]} -eq 4 ]] || exit 1
+memd="${bins[0]}" bench="${bins[1]}" ctl="${bins[2]}" fd="${bins[3]}"
+command -v python3 >/dev/null 2>&1 || die "python3 not found"
 private_dir "$out" "output directory" || exit 2
 out="$(cd -- "$out" && pwd -P)"
 export PMEM_IS_PMEM_FORCE=1
-
-work=""
-bench_pids=()
 trap smallbank_cleanup EXIT
 
 # round LEADER_TIMEOUT_MS KEEP: prints "TOLD_MS DONE_MS" or "incomplete: why".

@@ -3,9 +3,13 @@
 # (deploy/failover/): 2 memory daemons, a ZooKeeper ensemble, 10000
 # accounts loaded with no detector running, 3 pandora-fd replicas, then
 # pandora-bench processes that commit. Sourced; the caller defines die()
-# and `root` (the repository), and declares `work` (the round's directory,
-# empty between rounds) and the array bench_pids (the benches started).
+# and `root` (the repository). Sourcing starts `work` (the round's
+# directory, empty between rounds) and the array bench_pids (the benches
+# started) empty; the functions keep them.
 #
+#   smallbank_binaries BUILD
+#       checks and prints BUILD's pandora-memd, -bench, -ctl and -fd, one a
+#       line (in a process substitution die() ends only that: count them)
 #   smallbank_cluster DIR MEMD CTL BENCH FD FD_TIMEOUT_US [FD_ARG...]
 #       starts it in DIR/c (logs in DIR); sets the array cluster_flags (the
 #       --zookeeper ... --secret-file flags of its clients)
@@ -17,6 +21,18 @@
 #       the benches' logs to directory KEEP (if given), removes $work
 #   smallbank_cleanup
 #       the caller's EXIT trap: the same, without keeping anything
+
+work=""
+bench_pids=()
+
+smallbank_binaries() {
+  local b
+  for b in "$1/memory/pandora-memd" "$1/workloads/bench/pandora-bench" "$1/deploy/pandora-ctl" \
+           "$1/recovery/pandora-fd"; do
+    [[ -x "$b" ]] || die "$b not found (bash deploy/setup.sh release builds it)"
+    printf '%s\n' "$b"
+  done
+}
 
 smallbank_cluster() {
   local dir="$1" memd="$2" ctl="$3" bench="$4" fd="$5" fd_timeout_us="$6"
