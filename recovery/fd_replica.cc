@@ -498,7 +498,7 @@ class Replica {
     // session (maybe_depose_leader).
     note_successorship(names);
     // Watch only the predecessor (no herd effect when the leader dies).
-    auto exists = registry_->zk().watch_exists(registry_->path("fd/election/" + *(me - 1)),
+    auto exists = registry_->zk().watch_exists(registry_->election_path(*(me - 1)),
                                                [this] { flags_.raise(flags_.election); });
     if (!exists || !*exists) flags_.election = true;
     return exists.is_ok();

@@ -1300,7 +1300,7 @@ Result<int> Registry::withdraw_stale_candidacies(uint32_t replica_id) {
   const std::string mine = candidacy(replica_id);
   int removed = 0;
   for (const std::string& n : *names) {
-    const std::string p = path("fd/election/" + n);
+    const std::string p = election_path(n);
     auto node = zk_->get(p);
     if (!node) {
       if (node.status().code() == Errc::kNotFound) continue;
