@@ -629,10 +629,10 @@ std::optional<std::string> ZkClient::write_guard() const {
 }
 
 Result<std::string> ZkClient::create(std::string_view path, std::string_view data, CreateMode mode) {
-  if (write_guard()) {
+  if (std::optional<std::string> guard = write_guard()) {
     const Op op = Op::create(std::string(path), std::string(data), mode);
     std::string created;
-    if (Status s = guarded_multi({&op, 1}, &created); !s) return s;
+    if (Status s = guarded_multi({&op, 1}, guard, &created); !s) return s;
     return created;
   }
   Impl& m = *impl_;
@@ -689,9 +689,9 @@ std::vector<Result<Node>> ZkClient::get_many(std::span<const std::string> paths)
 }
 
 Status ZkClient::set(std::string_view path, std::string_view data, int32_t expected_version) {
-  if (write_guard()) {
+  if (std::optional<std::string> guard = write_guard()) {
     const Op op = Op::set(std::string(path), std::string(data), expected_version);
-    return guarded_multi({&op, 1}, nullptr);
+    return guarded_multi({&op, 1}, guard, nullptr);
   }
   Impl& m = *impl_;
   std::string p(path);
@@ -704,9 +704,9 @@ Status ZkClient::set(std::string_view path, std::string_view data, int32_t expec
 }
 
 Status ZkClient::remove(std::string_view path, int32_t expected_version) {
-  if (write_guard()) {
+  if (std::optional<std::string> guard = write_guard()) {
     const Op op = Op::remove(std::string(path), expected_version);
-    return guarded_multi({&op, 1}, nullptr);
+    return guarded_multi({&op, 1}, guard, nullptr);
   }
   Impl& m = *impl_;
   std::string p(path);
@@ -761,13 +761,13 @@ Status ZkClient::ensure_path(std::string_view path) {
   return Status::ok();
 }
 
-Status ZkClient::multi(std::span<const Op> ops) { return guarded_multi(ops, nullptr); }
+Status ZkClient::multi(std::span<const Op> ops) { return guarded_multi(ops, write_guard(), nullptr); }
 
-Status ZkClient::guarded_multi(std::span<const Op> caller_ops, std::string* created) {
+Status ZkClient::guarded_multi(std::span<const Op> caller_ops, const std::optional<std::string>& guard,
+                               std::string* created) {
   if (caller_ops.empty()) return Status::ok();
   Impl& m = *impl_;
   // The guard's check goes first: op indexes past it are the caller's + 1.
-  const std::optional<std::string> guard = write_guard();
   std::vector<Op> guarded;
   if (guard) {
     guarded.reserve(caller_ops.size() + 1);

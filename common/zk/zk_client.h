@@ -182,9 +182,10 @@ class ZkClient {
  private:
   struct Impl;
   explicit ZkClient(std::unique_ptr<Impl> impl);
-  // multi() with the write guard, if any, checked first; `created` (may be
-  // null) gets the path the first caller op created.
-  Status guarded_multi(std::span<const Op> ops, std::string* created);
+  // multi() with `guard` (write_guard(), read once by the caller), if any,
+  // checked first; `created` (may be null) gets the path the first caller
+  // op created.
+  Status guarded_multi(std::span<const Op> ops, const std::optional<std::string>& guard, std::string* created);
   std::unique_ptr<Impl> impl_;
 };
 
