@@ -121,32 +121,66 @@ Status RecoveryCoordinator::prepare_and_repair(std::span<const FailedPid> pids, 
     if (f.pid == 0) return Status(Errc::kInvalidArgument, "pid 0 is never a compute node");
     ids.push_back(f.pid);
   }
+  // 2, early: the pids the detector knows as registered members are fenced
+  // while that read is on its way (see the header). ford fences inside its
+  // pause, after the record it writes first.
+  std::vector<uint16_t> fenced_early;
+  if (registry_.cluster().protocol != "ford") {
+    for (const FailedPid& f : pids) {
+      if (f.known && f.known->pid == f.pid) fenced_early.push_back(f.pid);
+    }
+  }
+  Status early_fence;
+  uint64_t early_fence_us = 0;
   const auto t_read = Clock::now();
-  auto existing = registry_.recoveries_of(ids);
+  auto existing = registry_.recoveries_of(ids, [&] {
+    if (fenced_early.empty()) return;
+    const auto t = Clock::now();
+    early_fence = fence_everywhere(fenced_early);
+    early_fence_us = us_since(t);
+  });
   if (!existing) return existing.status();
-  const uint64_t read_us = us_since(t_read);
+  // A fence that failed here (a memory node unreachable) is tried again
+  // below for the pids that need it, and fails the recovery there; pids
+  // found recovered already do not.
+  if (!early_fence) fenced_early.clear();
+  auto early = [&](uint16_t pid) {
+    return std::find(fenced_early.begin(), fenced_early.end(), pid) != fenced_early.end();
+  };
+  // For a pid fenced early, the read's time is what its fence did not
+  // cover, so that its steps' durations add up to the critical path.
+  const uint64_t read_wall_us = us_since(t_read);
+  const uint64_t read_beyond_fence_us = read_wall_us - std::min(read_wall_us, early_fence_us);
   const size_t from = pending->size();
   for (size_t i = 0; i < pids.size(); ++i) {
     auto p = prepare(pids[i], (*existing)[i]);
     if (!p) return p.status();
-    if (p->next == Pending::Next::kRepair) p->rec.start_record_us += read_us;
+    if (p->next == Pending::Next::kRepair) {
+      p->rec.start_record_us += early(p->rec.pid) ? read_beyond_fence_us : read_wall_us;
+    }
     pending->push_back(std::move(*p));
   }
   const std::span<Pending> mine = std::span<Pending>(*pending).subspan(from);
-  // 2. Fence every pid to repair, with one request per memory node: from
-  // here on nothing any of them sends changes memory.
-  std::vector<uint16_t> to_repair;
+  // 2. Fence every pid to repair not fenced above, with one request per
+  // memory node: from here on nothing any of them sends changes memory.
+  std::vector<uint16_t> to_fence;
+  bool any_to_repair = false;
   for (const Pending& p : mine) {
-    if (p.next == Pending::Next::kRepair) to_repair.push_back(p.rec.pid);
+    if (p.next != Pending::Next::kRepair) continue;
+    any_to_repair = true;
+    if (!early(p.rec.pid)) to_fence.push_back(p.rec.pid);
   }
-  if (to_repair.empty()) return Status::ok();
-  const auto t = Clock::now();
-  if (Status s = fence_everywhere(to_repair); !s) return s;
-  const uint64_t fence_us = us_since(t);
+  if (!any_to_repair) return Status::ok();
+  uint64_t late_fence_us = 0;
+  if (!to_fence.empty()) {
+    const auto t = Clock::now();
+    if (Status s = fence_everywhere(to_fence); !s) return s;
+    late_fence_us = us_since(t);
+  }
   // 3..4 for each.
   for (Pending& p : mine) {
     if (p.next != Pending::Next::kRepair) continue;
-    p.rec.fence_us = fence_us;
+    p.rec.fence_us = early(p.rec.pid) ? early_fence_us : late_fence_us;
     if (Status s = repair(p); !s) return s;
   }
   return Status::ok();

@@ -1,7 +1,7 @@
 // The recovery coordinator (ARCHITECTURE.md 5; seed 4.3.2.2): what the
 // failure detector's leader runs for each failed compute pid.
 //
-//   read the pid's record -> fence at every memory node -> log recovery
+//   read the pid's record (and meanwhile fence at every memory node) -> log recovery
 //   -> truncate -> push to every compute node -> publish (the one
 //   synchronous ZooKeeper write: failed/<pid>, the record created at
 //   published with the steps' timings, compute/<pid> removed) ->
@@ -34,9 +34,17 @@
 // order.) What is lost: pandora-ctl shows a recovery only once it is
 // published, a few ms after detection.
 // The read that comes first is what keeps a re-run away from a slot whose
-// lease was released (a record at done) and possibly re-leased; and a
-// leader cut off from ZooKeeper (perhaps replaced already) fences nobody,
-// since the read fails first.
+// lease was released (a record at done) and possibly re-leased. The fence
+// needs no record, so it runs while the read is on its way (a ZooKeeper
+// round trip, 1-5 ms on a loaded host), for every pid whose member record
+// the caller knows (the detector's leader watches them; so the pid was
+// issued): fencing a pid a majority of replicas missed is safe whatever the
+// record says, at worst it repeats a fence (idempotent) or costs a live
+// node its run (it exits and registers again), never data. So a leader cut
+// off from ZooKeeper may fence such pids; it repairs nothing, since the
+// read fails. Pids without a known record (pandora-ctl recover: a pid
+// typed by hand, perhaps never issued) and ford's are fenced after the
+// read, as before.
 //
 // The push precedes the write because stealing is safe from the moment
 // the lanes are truncated: the survivors' wait for the dead pid's latches

@@ -918,13 +918,14 @@ Result<std::optional<RecoveryRecord>> Registry::recovery(uint16_t pid) {
   return recovery_record_of(zk_->get(path(fmt::format("recoveries/{}", pid))));
 }
 
-Result<std::vector<std::optional<RecoveryRecord>>> Registry::recoveries_of(std::span<const uint16_t> pids) {
+Result<std::vector<std::optional<RecoveryRecord>>> Registry::recoveries_of(std::span<const uint16_t> pids,
+                                                                           const std::function<void()>& meanwhile) {
   std::vector<std::string> paths;
   paths.reserve(pids.size());
   for (uint16_t pid : pids) paths.push_back(path(fmt::format("recoveries/{}", pid)));
   std::vector<std::optional<RecoveryRecord>> out;
   out.reserve(pids.size());
-  for (const Result<zk::Node>& node : zk_->get_many(paths)) {
+  for (const Result<zk::Node>& node : zk_->get_many(paths, meanwhile)) {
     auto r = recovery_record_of(node);
     if (!r) return r.status();
     out.push_back(std::move(*r));

@@ -154,7 +154,9 @@ struct RecoveryRecord {
   uint32_t leader_replica = 0;
   uint64_t detected_ns = 0;       // CLOCK_REALTIME when the leader saw the majority
   // Durations of each step, in microseconds (of the run that published).
-  // start_record_us: the record read (ford: its start record written).
+  // start_record_us: the record read (ford: its start record written); for
+  // a pid fenced while it was read, the part of the read the fence did not
+  // cover (RecoveryCoordinator), so that the steps add up.
   uint64_t start_record_us = 0, fence_us = 0, log_recovery_us = 0, truncate_us = 0, publish_us = 0, sweep_us = 0;
   // ford: the stop-the-world pause (from asking every node to park to
   // resuming them) and the latch scan inside it.
@@ -279,8 +281,10 @@ class Registry {
   Result<std::optional<RecoveryRecord>> recovery(uint16_t pid);
   // The records of several pids, in order, read in one round
   // (ZkClient::get_many): what a batch of pids that failed together needs
-  // before anything else. The first error fails the whole call.
-  Result<std::vector<std::optional<RecoveryRecord>>> recoveries_of(std::span<const uint16_t> pids);
+  // before anything else. The first error fails the whole call. `meanwhile`
+  // runs while the read is on its way (ZkClient::get_many).
+  Result<std::vector<std::optional<RecoveryRecord>>> recoveries_of(std::span<const uint16_t> pids,
+                                                                   const std::function<void()>& meanwhile = {});
   Result<std::vector<RecoveryRecord>> recoveries();
   // Creates the record at kStarted (ok when one exists: a re-run).
   Status start_recovery(const RecoveryRecord& r);

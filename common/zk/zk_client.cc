@@ -658,14 +658,19 @@ Result<Node> ZkClient::get(std::string_view path) {
   return impl_->get(path, nullptr);
 }
 
-std::vector<Result<Node>> ZkClient::get_many(std::span<const std::string> paths) {
+std::vector<Result<Node>> ZkClient::get_many(std::span<const std::string> paths,
+                                             const std::function<void()>& meanwhile) {
   Impl& m = *impl_;
   std::vector<Result<Node>> out;
   out.reserve(paths.size());
-  if (paths.empty()) return out;
+  if (paths.empty()) {
+    if (meanwhile) meanwhile();
+    return out;
+  }
   m.gets_waited.fetch_add(1, std::memory_order_relaxed);
   if (!m.refuse_in_callback("get", paths.front())) {
     for (const std::string& p : paths) out.push_back(m.refuse_in_callback("get", p));
+    if (meanwhile) meanwhile();
     return out;
   }
   std::vector<std::shared_ptr<Impl::Call>> calls;
@@ -675,6 +680,8 @@ std::vector<Result<Node>> ZkClient::get_many(std::span<const std::string> paths)
     refused.push_back(m.submitted(zoo_aget(m.zh, p.c_str(), 0, Impl::data_done, call.get()), call, "get", p));
     calls.push_back(std::move(call));
   }
+  // The answers' deadline starts after `meanwhile`: its time is not theirs.
+  if (meanwhile) meanwhile();
   const auto deadline = std::chrono::steady_clock::now() + m.options.op_timeout;
   for (size_t i = 0; i < paths.size(); ++i) {
     Status s = refused[i] ? m.await_call(*calls[i], deadline, "get", paths[i]) : refused[i];

@@ -131,7 +131,11 @@ class ZkClient {
   // awaited (the server answers one session's requests in order), so n
   // reads cost about one round trip, not n. One result per path, in order
   // (kNotFound for a missing node), all within one op_timeout.
-  std::vector<Result<Node>> get_many(std::span<const std::string> paths);
+  // `meanwhile`, if given, runs once on the calling thread after every get
+  // was sent and before any answer is awaited: work that needs no answer
+  // overlaps the round trip (the recovery coordinator's fence).
+  std::vector<Result<Node>> get_many(std::span<const std::string> paths,
+                                     const std::function<void()>& meanwhile = {});
   Status set(std::string_view path, std::string_view data, int32_t expected_version = -1);
   Status remove(std::string_view path, int32_t expected_version = -1);
   // false when the node does not exist.

@@ -13,7 +13,9 @@ Prints p50 / p99 / min / max / mean of, per crash:
                   publish_us later)
   end-to-end + publish write   the same plus the publish step's duration
   each step of the recovery record (record read, fence, log recovery,
-  truncate, publish; sweep is after publishing, off the critical path)
+  truncate, publish; sweep is after publishing, off the critical path).
+  Since the fence runs while the record is read, "record read" is the
+  part of the read the fence did not cover, so the steps add up
   untimed         published - detected - (record read + fence + log
                   recovery + truncate): the leader's hand-off from its
                   detector thread to its main loop, the push, and scheduling
@@ -52,7 +54,7 @@ def main(paths):
     detect = col("detect_us")
     e2e = col("end_to_end_us")
     pub = col("publish_us")
-    steps = [("record read (ZooKeeper, no write)", "start_record_us"), ("fence (every memory node)", "fence_us"),
+    steps = [("record read (ZK; what the fence left)", "start_record_us"), ("fence (every memory node)", "fence_us"),
              ("log recovery", "log_recovery_us"), ("truncate lanes", "truncate_us"),
              ("publish (the one waited ZooKeeper write)", "publish_us"), ("sweep (after publishing)", "sweep_us")]
     untimed = [float(r["published_ns"]) / 1000 - float(r["detected_ns"]) / 1000

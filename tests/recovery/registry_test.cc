@@ -452,6 +452,18 @@ class RegistryZkTest : public ::testing::Test {
     ro.push_targets = [] { return std::vector<Endpoint>{Endpoint{"127.0.0.1", 9}}; };
     return ro;
   }
+  // Fence requests each memory daemon of `dc` served so far, in node order.
+  static std::vector<uint64_t> fence_requests(const DaemonCluster& dc) {
+    std::vector<uint64_t> out;
+    Status s = at_every_memory_node(dc.record, dc.base.secret, std::chrono::milliseconds(5000), "stats",
+                                    [&](ControlClient& c) {
+                                      auto st = c.stats();
+                                      if (st) out.push_back(st->fence_requests);
+                                      return st.status();
+                                    });
+    EXPECT_TRUE(s) << s.to_string();
+    return out;
+  }
   // Compute nodes that joined `dc` and each died in a commit to one of
   // `keys` (load_and_die_mid_commit), kept (their views stay open) with
   // their pids and member records as the detector's leader last read them.
@@ -1111,6 +1123,56 @@ TEST_F(RegistryZkTest, SurvivorsAreToldBeforeAnyWaitedZooKeeperWrite) {
   EXPECT_FALSE(at.pushed);
 }
 
+// The fence of a pid whose member record the leader knows runs while the
+// pid's recovery record is read: it needs no record. Shown by a record
+// that cannot be read (corrupt): the recovery fails, and the known pid is
+// fenced nonetheless, while a pid named without its record (pandora-ctl
+// recover) is fenced only after a read that succeeds.
+TEST_F(RegistryZkTest, AKnownMembersFenceOverlapsItsRecordRead) {
+  DaemonCluster dc;
+  auto leader = leader_with_one_table("fenceearly", &dc);
+  ASSERT_TRUE(leader);
+  constexpr uint32_t kTable = 1;
+  constexpr uint64_t kKeys[] = {11};
+  const std::vector<uint8_t> before(16, 0x61), after(16, 0x62);
+  DeadNodes dead;
+  ASSERT_NO_FATAL_FAILURE(die_mid_commit(dc, kTable, kKeys, before, after, &dead));
+  const uint16_t pid = dead.pids[0];
+  const MemberRecord& known = dead.known[0];
+  const std::string record = dc.reg->root() + fmt::format("/recoveries/{}", pid);
+  ASSERT_TRUE(dc.reg->zk().create(record, "not a recovery record"));
+
+  RecoveryCoordinator coord(*dc.reg, *leader, pushing_coordinator_options(dc), log_,
+                            [](std::span<const Endpoint>, std::span<const uint16_t>) {});
+  const std::vector<uint64_t> start = fence_requests(dc);
+  ASSERT_EQ(start.size(), 2u);
+  auto by_hand = coord.recover(pid, 0, nullptr);
+  ASSERT_FALSE(by_hand);
+  EXPECT_EQ(by_hand.status().code(), Errc::kCorrupt) << by_hand.status().to_string();
+  EXPECT_EQ(fence_requests(dc), start) << "a pid named without its member record was fenced before its record was read";
+
+  auto detected = coord.recover(pid, 1, &known);
+  ASSERT_FALSE(detected);
+  EXPECT_EQ(detected.status().code(), Errc::kCorrupt) << detected.status().to_string();
+  std::vector<uint64_t> now = fence_requests(dc);
+  ASSERT_EQ(now.size(), 2u);
+  for (size_t n = 0; n < 2; ++n) {
+    EXPECT_EQ(now[n] - start[n], 1u) << "memory node " << n << ": the known pid not fenced";
+  }
+  EXPECT_EQ(testing::raw_find(*leader, kTable, 11, 0).value, after) << "repaired without its record";
+
+  // With the record readable (none), the same recovery completes, its
+  // fence again beside the read.
+  ASSERT_TRUE(dc.reg->zk().remove(record));
+  auto done = coord.recover(pid, 2, &known);
+  ASSERT_TRUE(done) << done.status().to_string();
+  EXPECT_EQ(done->step, RecoveryStep::kDone);
+  EXPECT_EQ(done->rolled_back, 1u);
+  EXPECT_EQ(testing::raw_find(*leader, kTable, 11, 0).value, before);
+  now = fence_requests(dc);
+  for (size_t n = 0; n < 2; ++n) EXPECT_EQ(now[n] - start[n], 2u) << "memory node " << n;
+}
+
 // Pids found failed together (a host with several compute processes died)
 // are repaired one after another and pushed to the survivors in one
 // datagram before any ZooKeeper write: before, the k-th pid's latches were
@@ -1141,23 +1203,13 @@ TEST_F(RegistryZkTest, PidsFailedTogetherArePushedTogetherBeforeAnyZooKeeperWrit
     for (size_t i = 0; i < 2; ++i) at.values.push_back(t.value(i, 0));
   };
   // Fence requests each daemon served (one request fences both pids).
-  auto fence_requests = [&] {
-    std::vector<uint64_t> out;
-    Status s = at_every_memory_node(dc.record, dc.base.secret, std::chrono::milliseconds(5000), "stats", [&](ControlClient& c) {
-      auto st = c.stats();
-      if (st) out.push_back(st->fence_requests);
-      return st.status();
-    });
-    EXPECT_TRUE(s) << s.to_string();
-    return out;
-  };
-  const std::vector<uint64_t> fences_before = fence_requests();
+  const std::vector<uint64_t> fences_before = fence_requests(dc);
   RecoveryCoordinator coord(*dc.reg, *leader, ro, log_, push);
   const std::vector<RecoveryCoordinator::FailedPid> failed = dead.failed(1);
   auto done = coord.recover_together(failed);
   ASSERT_TRUE(done) << done.status().to_string();
 
-  const std::vector<uint64_t> fences_after = fence_requests();
+  const std::vector<uint64_t> fences_after = fence_requests(dc);
   ASSERT_EQ(fences_after.size(), 2u);
   for (size_t n = 0; n < 2; ++n) {
     EXPECT_EQ(fences_after[n] - fences_before[n], 1u) << "memory node " << n << ": not one fence for both pids";

@@ -294,6 +294,36 @@ TEST_F(ZkClientTest, GetManyAnswersEveryPathInOrderInOneRound) {
   EXPECT_EQ(got[1]->data, "first");
 }
 
+// `meanwhile` runs after every get was sent: a write it makes to a node
+// being read is ordered after the read (ZooKeeper answers one session's
+// requests in order), so the read returns the value from before it.
+TEST_F(ZkClientTest, GetManyRunsMeanwhileAfterSendingEveryGet) {
+  ZkClient& zk = *client_;
+  const std::string a = root_ + "/meanwhile-a", b = root_ + "/meanwhile-b";
+  ASSERT_TRUE(zk.create(a, "before"));
+  ASSERT_TRUE(zk.create(b, "before"));
+  int ran = 0;
+  Status wrote;
+  const std::vector<std::string> paths{a, b};
+  std::vector<Result<Node>> got = zk.get_many(paths, [&] {
+    ++ran;
+    wrote = zk.set(b, "after");
+  });
+  EXPECT_EQ(ran, 1);
+  ASSERT_TRUE(wrote) << wrote.to_string();
+  ASSERT_EQ(got.size(), 2u);
+  ASSERT_TRUE(got[0] && got[1]);
+  EXPECT_EQ(got[0]->data, "before");
+  EXPECT_EQ(got[1]->data, "before") << "the get of b was sent after meanwhile's write";
+  auto now = zk.get(b);
+  ASSERT_TRUE(now);
+  EXPECT_EQ(now->data, "after");
+
+  ran = 0;
+  EXPECT_TRUE(zk.get_many({}, [&] { ++ran; }).empty());
+  EXPECT_EQ(ran, 1) << "meanwhile runs once even when there is nothing to read";
+}
+
 TEST_F(ZkClientTest, MultiIsAtomic) {
   ZkClient& zk = *client_;
   const std::string a = root_ + "/a";
