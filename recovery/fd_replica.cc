@@ -434,18 +434,28 @@ class Replica {
     return names;
   }
 
-  // Whether this replica is next in line (then successor_of_ names the
-  // leader), from the order `names`.
+  // Which replica leads and whether this one is next in line (then
+  // successor_of_ names the leader), from the order `names`; both told to
+  // the detector for pandora-ctl stats. The leader's node is read once per
+  // leader.
   void note_successorship(const std::vector<std::string>& names) {
     successor_of_.reset();
-    auto me = std::find(names.begin(), names.end(), election_node_);
-    if (me == names.end() || me == names.begin() || me - 1 != names.begin()) return;
-    auto id = registry_->candidate(names.front());
-    if (id) {
-      successor_of_ = Predecessor{names.front(), *id};
-    } else if (id.status().code() != Errc::kNotFound) {
-      log_.warn("reading the leader's election node {}: {}", names.front(), id.status().to_string());
+    if (names.empty()) {
+      leader_seen_ = Predecessor{};
+    } else if (names.front() != leader_seen_.node) {
+      leader_seen_ = Predecessor{};
+      auto id = registry_->candidate(names.front());
+      if (id) {
+        leader_seen_ = Predecessor{names.front(), *id};
+      } else if (id.status().code() != Errc::kNotFound) {
+        log_.warn("reading the leader's election node {}: {}", names.front(), id.status().to_string());
+      }
     }
+    auto me = std::find(names.begin(), names.end(), election_node_);
+    const bool next =
+        me != names.end() && me != names.begin() && me - 1 == names.begin() && leader_seen_.replica_id != 0;
+    if (next) successor_of_ = leader_seen_;
+    detector_->set_leader_watch(leader_seen_.replica_id, next);
   }
 
   // The order read again without arming a watch (one is armed on the
@@ -540,6 +550,7 @@ class Replica {
       log_.warn("deposing replica {}: {}", leader.replica_id, s.to_string());
       return;
     }
+    if (s) detector_->count_deposition();  // kNotFound: gone already
     successor_of_.reset();
     flags_.raise(flags_.election);
   }
@@ -823,6 +834,7 @@ class Replica {
     uint32_t replica_id = 0;
   };
   std::optional<Predecessor> successor_of_;
+  Predecessor leader_seen_;  // the leader as this follower last read it (replica_id 0: none known)
   std::chrono::steady_clock::time_point next_depose_log_{};
   std::chrono::steady_clock::time_point next_election_read_{};
   Flags flags_;  // the main loop's: election, deposed

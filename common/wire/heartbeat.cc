@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "common/bytes.h"
 #include "common/checksum.h"
 
@@ -19,8 +21,10 @@ static_assert(kHeartbeatHeaderBytes + 2 + 2 * kMaxPidsPerMessage + kHeartbeatMac
 static_assert(kHeartbeatHeaderBytes + 8 + 2 + 2 * max_ids_per_message(HeartbeatType::kMemorySuspects) +
                   kHeartbeatMacBytes <=
               kMaxDatagram);
-static_assert(kStatsBodyBytes == 210, "wire layout: stats body is 2 x u64, u16 count, 24 x u64");
-static_assert(kHeartbeatHeaderBytes + kStatsBodyBytes + kHeartbeatMacBytes <= kMaxDatagram);
+static_assert(stats_body_bytes(kMinStatsFields) == 210, "wire layout: stats body is 2 x u64, u16 count, 24 x u64");
+static_assert(kStatsBodyBytes == 258, "this build's stats: 30 fields");
+static_assert(kMaxStatsFields == 163);
+static_assert(kHeartbeatHeaderBytes + stats_body_bytes(kMaxStatsFields) + kHeartbeatMacBytes <= kMaxDatagram);
 
 constexpr size_t kOffType = 6;
 constexpr size_t kOffKind = 7;
@@ -64,6 +68,14 @@ Status encode_with(std::string& out, const HeartbeatMessage& m, Mac&& mac_of) {
   if (m.epoch != 0 && h.type != HeartbeatType::kMemorySuspects) {
     return Status(Errc::kInvalidArgument, "only a memory suspicion report carries an epoch");
   }
+  if (is_stats(h.type)) {
+    const size_t most = h.type == HeartbeatType::kStats ? kReplicaStatsFields.size() : kMaxStatsFields;
+    if (m.stats_fields < kMinStatsFields || m.stats_fields > most) {
+      return Status(Errc::kInvalidArgument, fmt::format("a stats {} of {} values (from {} to {})",
+                                                        h.type == HeartbeatType::kStats ? "answer" : "query",
+                                                        m.stats_fields, kMinStatsFields, most));
+    }
+  }
   if (m.pids.size() > max_ids_per_message(h.type)) {
     return Status(Errc::kInvalidArgument, fmt::format("{} pids do not fit one datagram (at most {}): split them",
                                                       m.pids.size(), max_ids_per_message(h.type)));
@@ -79,7 +91,7 @@ Status encode_with(std::string& out, const HeartbeatMessage& m, Mac&& mac_of) {
   put(out, h.seq, 8);
   put(out, h.sent_ns, 8);
   const size_t body_len = carries_pids(h.type) ? epoch_bytes(h.type) + 2 + 2 * m.pids.size()
-                          : is_stats(h.type)  ? kStatsBodyBytes
+                          : is_stats(h.type)  ? stats_body_bytes(m.stats_fields)
                                               : 0;
   put(out, body_len, 2);
   if (carries_pids(h.type)) {
@@ -87,12 +99,12 @@ Status encode_with(std::string& out, const HeartbeatMessage& m, Mac&& mac_of) {
     put(out, m.pids.size(), 2);
     for (uint16_t pid : m.pids) put(out, pid, 2);
   } else if (h.type == HeartbeatType::kStatsQuery) {
-    out.append(kStatsBodyBytes, '\0');
+    out.append(body_len, '\0');
   } else if (h.type == HeartbeatType::kStats) {
     put(out, m.query_incarnation, 8);
     put(out, m.query_seq, 8);
-    put(out, kReplicaStatsFields.size(), 2);
-    for (const ReplicaStatsField& f : kReplicaStatsFields) put(out, m.stats.*f.member, 8);
+    put(out, m.stats_fields, 2);
+    for (size_t i = 0; i < m.stats_fields; ++i) put(out, m.stats.*kReplicaStatsFields[i].member, 8);
   }
   const Digest256 mac = mac_of(bytes_of(std::string_view(out).substr(start)));
   out.append(reinterpret_cast<const char*>(mac.data()), mac.size());
@@ -123,10 +135,13 @@ Result<HeartbeatMessage> decode_with(std::span<const uint8_t> d, uint64_t cluste
   h.kind = static_cast<SenderKind>(p[kOffKind]);
   const uint8_t* body = p + kHeartbeatHeaderBytes;
   if (is_stats(h.type)) {
-    if (body_len != kStatsBodyBytes) {
-      return malformed(fmt::format("stats {} with a {}-byte body, not {}",
-                                   h.type == HeartbeatType::kStats ? "answer" : "query", body_len, kStatsBodyBytes));
+    const std::string_view what = h.type == HeartbeatType::kStats ? "answer" : "query";
+    if (body_len < stats_body_bytes(kMinStatsFields) || (body_len - stats_body_bytes(0)) % 8 != 0) {
+      return malformed(fmt::format("stats {} with a {}-byte body, not 18 + 8 x n bytes for at least {} values", what,
+                                   body_len, kMinStatsFields));
     }
+    // Bounded by kMaxDatagram, checked above: at most kMaxStatsFields.
+    m.stats_fields = (body_len - stats_body_bytes(0)) / 8;
     if (h.type == HeartbeatType::kStatsQuery) {
       for (size_t i = 0; i < body_len; ++i) {
         if (body[i] != 0) return malformed(fmt::format("stats query with a non-zero byte at body offset {}", i));
@@ -135,10 +150,13 @@ Result<HeartbeatMessage> decode_with(std::span<const uint8_t> d, uint64_t cluste
       m.query_incarnation = load(body, 8);
       m.query_seq = load(body + 8, 8);
       const size_t count = load(body + 16, 2);
-      if (count != kReplicaStatsFields.size()) {
-        return malformed(fmt::format("stats answer with {} values, not {}", count, kReplicaStatsFields.size()));
+      if (count != m.stats_fields) {
+        return malformed(fmt::format("stats answer with {} values in a body of {}", count, m.stats_fields));
       }
-      for (size_t i = 0; i < count; ++i) m.stats.*kReplicaStatsFields[i].member = load(body + 18 + 8 * i, 8);
+      // Values of fields appended after this build are skipped.
+      for (size_t i = 0; i < std::min(count, kReplicaStatsFields.size()); ++i) {
+        m.stats.*kReplicaStatsFields[i].member = load(body + 18 + 8 * i, 8);
+      }
     }
   } else if (!carries_pids(h.type)) {
     if (body_len != 0) return malformed(fmt::format("heartbeat with a {}-byte body", body_len));

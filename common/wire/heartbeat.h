@@ -74,13 +74,18 @@ enum class HeartbeatType : uint8_t {
   // read a replacement's record refuses the new daemon's heartbeats (bound
   // to the old one) and would vote a live node failed.
   kMemorySuspects = 4,
-  // From an operator (kAdmin) to one replica: body of kStatsBodyBytes zero
-  // bytes, so that the query is as long as the answer and a replayed query
-  // with a forged source address cannot amplify.
+  // From an operator (kAdmin) to one replica: a body of
+  // stats_body_bytes(n) zero bytes, n >= kMinStatsFields: the room for an
+  // answer of n values. A replica answers with at most n, so no answer is
+  // longer than its query and a replayed query with a forged source
+  // address cannot amplify.
   kStatsQuery = 5,
   // The replica's answer, to the query's source address: body u64 query
   // incarnation | u64 query seq (the asker matches answers) | u16 count |
-  // u64 values[count], count = kReplicaStatsFields.size(), in that order.
+  // u64 values[count]: the first `count` of kReplicaStatsFields, in that
+  // order. count >= kMinStatsFields; an asker ignores values past the
+  // fields it knows, and a field past `count` was not sent (an older
+  // replica, or a query with less room).
   kStats = 6,
 };
 
@@ -112,6 +117,14 @@ struct ReplicaStats {
   uint64_t rejected_unexpected = 0;
   uint64_t queries_answered = 0;
   uint64_t queries_refused = 0;      // over the answer rate limit
+  // Since the first 24 (kMinStatsFields): the replicas' watch on their
+  // leader (recovery/fd_replica.cc deposes a silent one).
+  uint64_t peer_heartbeats = 0;      // authentic heartbeats of peer replicas received
+  uint64_t peer_heartbeats_sent = 0;
+  uint64_t leader_replica = 0;       // the replica it takes for the leader (itself when it leads; 0: none known)
+  uint64_t leader_silence_ms = 0;    // since it last heard that leader (since its start if never; 0 when it leads)
+  uint64_t successor = 0;            // 1: next in line, it deposes that leader when silent too long
+  uint64_t depositions = 0;          // leaders it deposed
 
   bool operator==(const ReplicaStats&) const = default;
 };
@@ -121,7 +134,7 @@ struct ReplicaStatsField {
   uint64_t ReplicaStats::*member;
 };
 
-inline constexpr std::array<ReplicaStatsField, 24> kReplicaStatsFields = {{
+inline constexpr std::array<ReplicaStatsField, 30> kReplicaStatsFields = {{
     {"leader", &ReplicaStats::leader},
     {"uptime_ms", &ReplicaStats::uptime_ms},
     {"record_epoch", &ReplicaStats::record_epoch},
@@ -146,10 +159,24 @@ inline constexpr std::array<ReplicaStatsField, 24> kReplicaStatsFields = {{
     {"rejected_unexpected", &ReplicaStats::rejected_unexpected},
     {"queries_answered", &ReplicaStats::queries_answered},
     {"queries_refused", &ReplicaStats::queries_refused},
+    {"peer_heartbeats", &ReplicaStats::peer_heartbeats},
+    {"peer_heartbeats_sent", &ReplicaStats::peer_heartbeats_sent},
+    {"leader_replica", &ReplicaStats::leader_replica},
+    {"leader_silence_ms", &ReplicaStats::leader_silence_ms},
+    {"successor", &ReplicaStats::successor},
+    {"depositions", &ReplicaStats::depositions},
 }};
 static_assert(kReplicaStatsFields.size() * sizeof(uint64_t) == sizeof(ReplicaStats),
               "every ReplicaStats field is on the wire, once");
-inline constexpr size_t kStatsBodyBytes = 8 + 8 + 2 + 8 * kReplicaStatsFields.size();
+// Fields are only ever appended. The first kMinStatsFields are what every
+// replica and tool of this wire version knows (the fields of the first
+// answers): queries and answers carry at least these.
+inline constexpr size_t kMinStatsFields = 24;
+constexpr size_t stats_body_bytes(size_t fields) { return 8 + 8 + 2 + 8 * fields; }
+// A query or answer of this build's fields.
+inline constexpr size_t kStatsBodyBytes = stats_body_bytes(kReplicaStatsFields.size());
+// The most values one datagram holds (room for fields appended later).
+inline constexpr size_t kMaxStatsFields = (kMaxDatagram - kHeartbeatHeaderBytes - kHeartbeatMacBytes - 18) / 8;
 
 // The ids one message of `type` can carry: a MemorySuspects report's epoch
 // takes four ids' room.
@@ -176,6 +203,11 @@ struct HeartbeatMessage {
   uint64_t query_incarnation = 0;
   uint64_t query_seq = 0;
   ReplicaStats stats;
+  // kStatsQuery: the values an answer may carry (kMinStatsFields ..
+  // kMaxStatsFields). kStats: the values it carries (the first
+  // stats_fields of kReplicaStatsFields; at most this build's when
+  // encoding, any count in range when decoding).
+  size_t stats_fields = kReplicaStatsFields.size();
 };
 
 // Appends the authenticated datagram for `m` to `out`. kInvalidArgument when

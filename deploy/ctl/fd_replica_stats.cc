@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace pandora::ctl {
 
 std::string render_fd_text(const std::vector<fd::ReplicaStatsAnswer>& answers) {
@@ -30,6 +32,22 @@ std::string render_fd_text(const std::vector<fd::ReplicaStatsAnswer>& answers) {
                        "stats queries {} answered, {} over the rate limit\n",
                        s.rejected_malformed, s.rejected_auth, s.rejected_replay, s.rejected_unexpected,
                        s.queries_answered, s.queries_refused);
+    if (a.fields < wire::kReplicaStatsFields.size()) {
+      out += fmt::format("  (an older pandora-fd: {} of {} values answered)\n", a.fields,
+                         wire::kReplicaStatsFields.size());
+      continue;
+    }
+    std::string watch;
+    if (s.leader) {
+      watch = "leads";
+    } else if (s.leader_replica == 0) {
+      watch = "knows no leader";
+    } else {
+      watch = fmt::format("follows replica {}, last heard {} ms ago{}", s.leader_replica, s.leader_silence_ms,
+                          s.successor ? "; next in line (deposes it if silent too long)" : "");
+    }
+    out += fmt::format("  {}; {} leader(s) deposed; peer heartbeats {} received, {} sent\n", watch, s.depositions,
+                       s.peer_heartbeats, s.peer_heartbeats_sent);
   }
   return out;
 }
@@ -45,7 +63,11 @@ nlohmann::json fd_replicas_json(const std::vector<fd::ReplicaStatsAnswer>& answe
     if (a.answered) {
       r["incarnation"] = fmt::format("{:#x}", a.incarnation);
       nlohmann::json s = nlohmann::json::object();
-      for (const wire::ReplicaStatsField& f : wire::kReplicaStatsFields) s[std::string(f.name)] = a.stats.*f.member;
+      // Only what the replica answered (an older one knows fewer fields).
+      for (size_t i = 0; i < std::min(a.fields, wire::kReplicaStatsFields.size()); ++i) {
+        const wire::ReplicaStatsField& f = wire::kReplicaStatsFields[i];
+        s[std::string(f.name)] = a.stats.*f.member;
+      }
       r["stats"] = std::move(s);
     }
     out.push_back(std::move(r));

@@ -210,8 +210,16 @@ wire::ReplicaStats Detector::replica_stats() const {
   wire::ReplicaStats r;
   r.leader = leader_.load(std::memory_order_relaxed) ? 1 : 0;
   r.uptime_ms = (now - started_mono_ns_) / 1'000'000;
+  r.leader_replica = r.leader ? options_.replica_id : watched_leader_.load(std::memory_order_relaxed);
+  r.successor = !r.leader && successor_.load(std::memory_order_relaxed) ? 1 : 0;
+  r.depositions = depositions_.load(std::memory_order_relaxed);
   {
     std::lock_guard lock(mu_);
+    if (!r.leader && r.leader_replica != 0) {
+      const auto heard = peer_heard_ns_.find(r.leader_replica);
+      r.leader_silence_ms = (heard != peer_heard_ns_.end() ? elapsed_ns(now, heard->second)
+                                                           : elapsed_ns(now, started_mono_ns_)) / 1'000'000;
+    }
     r.record_epoch = retired_epoch_;
     r.watched_compute = monitor_.watched_count(wire::SenderKind::kCompute);
     r.watched_memory = monitor_.watched_count(wire::SenderKind::kMemory);
@@ -235,10 +243,12 @@ wire::ReplicaStats Detector::replica_stats() const {
   r.rejected_unexpected = d.rejected.unexpected;
   r.queries_answered = d.queries_answered;
   r.queries_refused = d.queries_refused;
+  r.peer_heartbeats = d.peer_heartbeats;
+  r.peer_heartbeats_sent = d.peer_heartbeats_sent;
   return r;
 }
 
-void Detector::answer_stats_query(const wire::HeartbeatHeader& query, const sockaddr_storage& from,
+void Detector::answer_stats_query(const wire::HeartbeatMessage& query, const sockaddr_storage& from,
                                   socklen_t from_len, uint64_t now) {
   if (now - answer_window_ns_ >= 1'000'000'000ull) {
     answer_window_ns_ = now;
@@ -261,9 +271,11 @@ void Detector::answer_stats_query(const wire::HeartbeatHeader& query, const sock
     ++stats_.queries_answered;
   }
   wire::HeartbeatMessage m = own_message(wire::HeartbeatType::kStats);
-  m.query_incarnation = query.incarnation;
-  m.query_seq = query.seq;
+  m.query_incarnation = query.header.incarnation;
+  m.query_seq = query.header.seq;
   m.stats = replica_stats();
+  // No longer than the query (an older tool's has room for fewer values).
+  m.stats_fields = std::min(query.stats_fields, wire::kReplicaStatsFields.size());
   std::string datagram;
   if (Status s = wire::encode_heartbeat(datagram, m, options_.secret); !s) {
     log_.error("cannot encode a stats answer: {}", s.to_string());
@@ -492,7 +504,7 @@ void Detector::handle(const wire::HeartbeatMessage& m, const sockaddr_storage& f
     }
     case wire::HeartbeatType::kStatsQuery:
       if (h.kind != wire::SenderKind::kAdmin) break;
-      answer_stats_query(h, from, from_len, now);
+      answer_stats_query(m, from, from_len, now);
       return;
     case wire::HeartbeatType::kFailedPush:
     case wire::HeartbeatType::kStats:

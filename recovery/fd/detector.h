@@ -216,6 +216,15 @@ class Detector {
   // Whether this replica leads (pandora-fd sets it once elected); only
   // reported.
   void set_leader(bool leader) { leader_.store(leader, std::memory_order_relaxed); }
+  // Which replica this one takes for the leader (0: none known) and
+  // whether it is next in line to depose it; only reported (replica_stats:
+  // with that leader's silence as this replica hears it).
+  void set_leader_watch(uint32_t leader_replica, bool successor) {
+    watched_leader_.store(leader_replica, std::memory_order_relaxed);
+    successor_.store(successor, std::memory_order_relaxed);
+  }
+  // Counts a leader this replica deposed; only reported.
+  void count_deposition() { depositions_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   Detector(DetectorOptions options, const Logger& log);
@@ -223,7 +232,7 @@ class Detector {
   // Reads and handles up to `max` datagrams waiting on the socket.
   void receive_all(int max);
   void handle(const wire::HeartbeatMessage& m, const sockaddr_storage& from, socklen_t from_len, uint64_t now);
-  void answer_stats_query(const wire::HeartbeatHeader& query, const sockaddr_storage& from, socklen_t from_len,
+  void answer_stats_query(const wire::HeartbeatMessage& query, const sockaddr_storage& from, socklen_t from_len,
                           uint64_t now);
   // Evaluates and reports; returns when the next tick is needed.
   uint64_t tick(uint64_t now);
@@ -243,6 +252,9 @@ class Detector {
   const uint64_t incarnation_;
   const uint64_t started_mono_ns_;
   std::atomic<bool> leader_{false};
+  std::atomic<uint32_t> watched_leader_{0};
+  std::atomic<bool> successor_{false};
+  std::atomic<uint64_t> depositions_{0};
   net::UniqueFd sock_;
   net::UniqueFd wakeup_;
   uint16_t port_ = 0;

@@ -45,6 +45,7 @@ std::vector<ReplicaStatsAnswer> query_replica_stats(const std::map<uint32_t, End
     ReplicaStatsAnswer answer;
     std::optional<net::UdpAddress> address;
     int fd = -1;
+    int tries = 0;
   };
   std::vector<Target> targets;
   std::map<int, net::UniqueFd> sockets;  // one per address family
@@ -78,6 +79,11 @@ std::vector<ReplicaStatsAnswer> query_replica_stats(const std::map<uint32_t, End
       wire::HeartbeatMessage q;
       q.header = wire::HeartbeatHeader{wire::HeartbeatType::kStatsQuery, wire::SenderKind::kAdmin, cluster_id,
                                        wire::kAdminSender, incarnation, ++seq, realtime_ns()};
+      // Room for every field this build knows; from the third try on, every
+      // other query has room for the first kMinStatsFields only: a replica
+      // older than this tool refuses a query with more room than it knows.
+      q.stats_fields = t.tries >= 2 && t.tries % 2 == 1 ? wire::kMinStatsFields : wire::kReplicaStatsFields.size();
+      ++t.tries;
       std::string d;
       if (Status s = wire::encode_heartbeat(d, q, secret); !s) {
         t.answer.error = s.message();
@@ -132,6 +138,7 @@ std::vector<ReplicaStatsAnswer> query_replica_stats(const std::map<uint32_t, End
           t.answer.error.clear();
           t.answer.incarnation = m->header.incarnation;
           t.answer.stats = m->stats;
+          t.answer.fields = std::min(m->stats_fields, wire::kReplicaStatsFields.size());
         }
       }
     }

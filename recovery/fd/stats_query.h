@@ -28,6 +28,9 @@ struct ReplicaStatsAnswer {
   std::string error;         // why not (answered == false)
   uint64_t incarnation = 0;  // the answering process's (a restarted replica has a new one)
   wire::ReplicaStats stats;
+  // The first `fields` of wire::kReplicaStatsFields were answered (an older
+  // replica knows fewer); the others are zero.
+  size_t fields = 0;
 };
 
 // One answer per replica of `replicas` (id -> its UDP endpoint), in id order.

@@ -15,9 +15,11 @@
 #include <cstdio>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
+#include "common/bytes.h"
 #include "common/heartbeat_sender.h"
 #include "common/transport/client.h"
 #include "common/udp_socket.h"
@@ -589,11 +591,16 @@ TEST(Detector, AnswersAnOperatorsStatsQueryWithWhatItHeard) {
   auto hb = sender(SenderKind::kCompute, 5, r.endpoints());
   r.at(2).set_leader(true);
   r.at(1).follow_memory_record({}, {}, 7);
+  // Replica 1 is next in line after leader 2 and deposed one before;
+  // replica 3 takes replica 9, never heard, for the leader.
+  r.at(1).set_leader_watch(2, true);
+  r.at(1).count_deposition();
+  r.at(3).set_leader_watch(9, false);
   ASSERT_TRUE(eventually([&] {
     for (uint32_t id = 1; id <= 3; ++id) {
       if (r.at(id).stats().heartbeats < 3) return false;
     }
-    return true;
+    return r.at(1).peer_silence(2).has_value();
   }));
   std::map<uint32_t, Endpoint> all;
   for (uint32_t id = 1; id <= 3; ++id) all[id] = loopback(r.at(id).port());
@@ -612,6 +619,59 @@ TEST(Detector, AnswersAnOperatorsStatsQueryWithWhatItHeard) {
     EXPECT_GE(a.stats.heartbeats, 3u);
     EXPECT_LE(a.stats.heartbeats, d.stats().heartbeats) << "a snapshot of the counters, not made up";
     EXPECT_GE(a.stats.queries_answered, 1u) << "the answer counts itself";
+    EXPECT_EQ(a.fields, wire::kReplicaStatsFields.size());
+    EXPECT_LE(a.stats.peer_heartbeats, d.stats().peer_heartbeats);
+    EXPECT_LE(a.stats.peer_heartbeats_sent, d.stats().peer_heartbeats_sent);
+  }
+  const wire::ReplicaStats& s1 = answers[0].stats;
+  const wire::ReplicaStats& s2 = answers[1].stats;
+  const wire::ReplicaStats& s3 = answers[2].stats;
+  EXPECT_GE(s1.peer_heartbeats, 1u) << "replica 1 heard replica 2";
+  EXPECT_EQ(s1.leader_replica, 2u);
+  EXPECT_EQ(s1.successor, 1u);
+  EXPECT_EQ(s1.depositions, 1u);
+  EXPECT_LE(s1.leader_silence_ms, s1.uptime_ms);
+  EXPECT_EQ(s2.leader_replica, 2u) << "a leader names itself";
+  EXPECT_EQ(s2.leader_silence_ms, 0u);
+  EXPECT_EQ(s2.successor, 0u);
+  EXPECT_EQ(s3.leader_replica, 9u);
+  EXPECT_EQ(s3.successor, 0u);
+  EXPECT_EQ(s3.leader_silence_ms, s3.uptime_ms) << "a leader never heard is silent since the replica started";
+
+  // A tool that knows only the first kMinStatsFields asks with room for
+  // those: the answer is no longer, and carries the fields it knows.
+  {
+    uint16_t port = 0;
+    Result<net::UniqueFd> sock = net::bind_udp(loopback(0), &port);
+    ASSERT_TRUE(sock) << sock.status().to_string();
+    Result<net::UdpAddress> to = net::udp_address(all[2]);
+    ASSERT_TRUE(to);
+    wire::HeartbeatMessage q;
+    q.header = wire::HeartbeatHeader{wire::HeartbeatType::kStatsQuery, SenderKind::kAdmin, kCluster,
+                                     wire::kAdminSender, 0x5eed, 1, realtime_ns()};
+    q.stats_fields = wire::kMinStatsFields;
+    std::string d;
+    ASSERT_TRUE(wire::encode_heartbeat(d, q, kSecret));
+    ASSERT_EQ(d.size(), wire::kHeartbeatHeaderBytes + wire::stats_body_bytes(wire::kMinStatsFields) +
+                            wire::kHeartbeatMacBytes);
+    ASSERT_TRUE(net::send_datagram(sock->get(), *to, bytes_of(d)));
+    std::array<uint8_t, wire::kMaxDatagram + 1> buf;
+    std::optional<wire::HeartbeatMessage> answer;
+    ASSERT_TRUE(eventually([&] {
+      sockaddr_storage from{};
+      socklen_t from_len = 0;
+      const ssize_t n = net::recv_datagram(sock->get(), buf, &from, &from_len);
+      if (n < 0) return false;
+      EXPECT_EQ(static_cast<size_t>(n), d.size()) << "the answer is as long as the query";
+      auto m = wire::decode_heartbeat(std::span<const uint8_t>(buf.data(), static_cast<size_t>(n)), kSecret, kCluster);
+      EXPECT_TRUE(m) << m.status().to_string();
+      if (m) answer = *m;
+      return true;
+    }));
+    ASSERT_TRUE(answer);
+    EXPECT_EQ(answer->stats_fields, wire::kMinStatsFields);
+    EXPECT_EQ(answer->stats.leader, 1u);
+    EXPECT_EQ(answer->stats.leader_replica, 0u) << "a field past the query's room was sent";
   }
 
   // Strangers get nothing: a query signed with another secret, and an

@@ -35,6 +35,8 @@ std::string encoded(const HeartbeatMessage& m, std::string_view secret = kSecret
   return out;
 }
 
+bool is_stats_type(HeartbeatType t) { return t == HeartbeatType::kStatsQuery || t == HeartbeatType::kStats; }
+
 void expect_same(const HeartbeatMessage& a, const HeartbeatMessage& b) {
   EXPECT_EQ(a.header.type, b.header.type);
   EXPECT_EQ(a.header.kind, b.header.kind);
@@ -48,6 +50,7 @@ void expect_same(const HeartbeatMessage& a, const HeartbeatMessage& b) {
   EXPECT_EQ(a.query_incarnation, b.query_incarnation);
   EXPECT_EQ(a.query_seq, b.query_seq);
   EXPECT_EQ(a.stats, b.stats);
+  if (is_stats_type(a.header.type)) EXPECT_EQ(a.stats_fields, b.stats_fields);
 }
 
 HeartbeatMessage memory_suspects(std::vector<uint16_t> ids, uint64_t epoch) {
@@ -67,6 +70,14 @@ HeartbeatMessage stats_answer() {
   return m;
 }
 
+// As a tool or replica that knows only the first kMinStatsFields sends them.
+HeartbeatMessage older_stats(HeartbeatType type) {
+  HeartbeatMessage m = type == HeartbeatType::kStats ? stats_answer() : message(type, SenderKind::kAdmin);
+  m.stats_fields = kMinStatsFields;
+  for (size_t i = kMinStatsFields; i < kReplicaStatsFields.size(); ++i) m.stats.*kReplicaStatsFields[i].member = 0;
+  return m;
+}
+
 std::vector<HeartbeatMessage> samples() {
   std::vector<uint16_t> many;
   for (size_t i = 0; i < kMaxPidsPerMessage; ++i) many.push_back(static_cast<uint16_t>(65535 - i));
@@ -78,14 +89,16 @@ std::vector<HeartbeatMessage> samples() {
           memory_suspects({}, 0),
           message(HeartbeatType::kFailedPush, SenderKind::kReplica, many),
           message(HeartbeatType::kStatsQuery, SenderKind::kAdmin),
-          stats_answer()};
+          stats_answer(),
+          older_stats(HeartbeatType::kStatsQuery),
+          older_stats(HeartbeatType::kStats)};
 }
 
 size_t body_bytes(const HeartbeatMessage& m) {
   switch (m.header.type) {
     case HeartbeatType::kHeartbeat: return 0;
     case HeartbeatType::kStatsQuery:
-    case HeartbeatType::kStats: return kStatsBodyBytes;
+    case HeartbeatType::kStats: return stats_body_bytes(m.stats_fields);
     case HeartbeatType::kMemorySuspects: return 8 + 2 + 2 * m.pids.size();
     default: return 2 + 2 * m.pids.size();
   }
@@ -243,6 +256,61 @@ TEST(HeartbeatWire, AStatsQueryIsAsLongAsItsAnswer) {
   HeartbeatMessage with_pids = message(HeartbeatType::kStatsQuery, SenderKind::kAdmin, {1});
   std::string out;
   EXPECT_EQ(encode_heartbeat(out, with_pids, kSecret).code(), Errc::kInvalidArgument);
+}
+
+// Stats fields are appended over time, and tools and replicas of one wire
+// version may know different numbers of them: a query says how many values
+// its answer may carry, an answer how many it carries (at least the first
+// kMinStatsFields). Values past what the receiver knows are skipped.
+TEST(HeartbeatWire, StatsQueriesAndAnswersCarryTheFieldsBothEndsKnow) {
+  // Encoding: a query from kMinStatsFields to kMaxStatsFields values' room,
+  // an answer up to this build's fields.
+  std::string out;
+  HeartbeatMessage q = message(HeartbeatType::kStatsQuery, SenderKind::kAdmin);
+  q.stats_fields = kMaxStatsFields;
+  ASSERT_TRUE(encode_heartbeat(out, q, kSecret));
+  EXPECT_LE(out.size(), kMaxDatagram);
+  Result<HeartbeatMessage> back = decode_heartbeat(bytes(out), kSecret, kCluster);
+  ASSERT_TRUE(back) << back.status().to_string();
+  EXPECT_EQ(back->stats_fields, kMaxStatsFields);
+  for (size_t n : {kMinStatsFields - 1, kMaxStatsFields + 1}) {
+    q.stats_fields = n;
+    out.clear();
+    EXPECT_EQ(encode_heartbeat(out, q, kSecret).code(), Errc::kInvalidArgument) << n;
+  }
+  HeartbeatMessage a = stats_answer();
+  a.stats_fields = kReplicaStatsFields.size() + 1;
+  out.clear();
+  EXPECT_EQ(encode_heartbeat(out, a, kSecret).code(), Errc::kInvalidArgument) << "values this build does not have";
+
+  // An answer of a later build, two values more: the known ones decode.
+  std::string later = encoded(stats_answer());
+  later.resize(later.size() - kHeartbeatMacBytes);
+  const size_t count = kReplicaStatsFields.size() + 2;
+  later[kHeartbeatHeaderBytes + 16] = static_cast<char>(count & 0xff);
+  later[kHeartbeatHeaderBytes + 17] = static_cast<char>(count >> 8);
+  later.append(16, '\x7f');
+  const size_t body = stats_body_bytes(count);
+  later[kHeartbeatHeaderBytes - 2] = static_cast<char>(body & 0xff);
+  later[kHeartbeatHeaderBytes - 1] = static_cast<char>(body >> 8);
+  later.append(kHeartbeatMacBytes, '\0');
+  back = decode_heartbeat(bytes(resigned(later)), kSecret, kCluster);
+  ASSERT_TRUE(back) << back.status().to_string();
+  EXPECT_EQ(back->stats_fields, count);
+  EXPECT_EQ(back->stats, stats_answer().stats);
+
+  // Bodies that are not 18 + 8 x n bytes for n >= kMinStatsFields.
+  for (const size_t n : {stats_body_bytes(kMinStatsFields - 1), stats_body_bytes(kMinStatsFields) + 3}) {
+    std::string d = encoded(message(HeartbeatType::kStatsQuery, SenderKind::kAdmin));
+    d.resize(kHeartbeatHeaderBytes);
+    d[kHeartbeatHeaderBytes - 2] = static_cast<char>(n & 0xff);
+    d[kHeartbeatHeaderBytes - 1] = static_cast<char>(n >> 8);
+    d.append(n, '\0');
+    d.append(kHeartbeatMacBytes, '\0');
+    Result<HeartbeatMessage> r = decode_heartbeat(bytes(resigned(d)), kSecret, kCluster);
+    EXPECT_EQ(r.status().code(), Errc::kProtocol) << n;
+    EXPECT_NE(r.status().message().find("18 + 8 x n"), std::string::npos) << r.status().message();
+  }
 }
 
 HeartbeatHeader header(uint64_t incarnation, uint64_t seq, uint64_t sent_ns, uint32_t sender = 42,

@@ -17,6 +17,7 @@
 #include "common/logger.h"
 #include "common/transport/client.h"
 #include "common/udp_socket.h"
+#include "common/wire/heartbeat.h"
 #include "recovery/registry.h"
 #include "tests/recovery/cluster_binaries.h"
 #include "tests/support/memd_process.h"
@@ -229,14 +230,25 @@ TEST_F(CtlStatsDetectorTest, ReportsWhatEachReplicaHearsAndOneThatDoesNotAnswer)
     doc = json_of(out);
     if (!doc.is_object() || doc["detector_replicas"].size() != 3) return false;
     int leaders = 0;
+    uint64_t leader_id = 0;
     for (const nlohmann::json& r : doc["detector_replicas"]) {
       if (r["replica_id"] == 3) continue;
       if (!r["answered"].get<bool>() || r["stats"]["watched_memory"] != 2 || r["stats"]["heartbeats"] == 0) {
         return false;
       }
+      if (r["stats"]["leader"] == 1) leader_id = r["replica_id"].get<uint64_t>();
       leaders += r["stats"]["leader"].get<int>();
     }
-    return leaders == 1;
+    if (leaders != 1) return false;
+    // The other real replica follows the leader, next in line, and hears it.
+    for (const nlohmann::json& r : doc["detector_replicas"]) {
+      if (r["replica_id"] == 3) continue;
+      if (r["stats"]["leader_replica"] != leader_id) return false;
+      if (r["stats"]["leader"] == 0 && (r["stats"]["successor"] != 1 || r["stats"]["peer_heartbeats"] == 0)) {
+        return false;
+      }
+    }
+    return true;
   };
   while (!settled()) {
     ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the replicas never settled:\n" << out;
@@ -253,6 +265,8 @@ TEST_F(CtlStatsDetectorTest, ReportsWhatEachReplicaHearsAndOneThatDoesNotAnswer)
     EXPECT_EQ(r["stats"]["watched_compute"], 0) << "no compute node joined\n" << out;
     EXPECT_GE(r["stats"]["queries_answered"].get<uint64_t>(), 1u) << out;
     EXPECT_TRUE(r["incarnation"].is_string()) << out;
+    EXPECT_EQ(r["stats"].size(), wire::kReplicaStatsFields.size()) << out;
+    EXPECT_EQ(r["stats"]["depositions"], 0) << "nobody was silent\n" << out;
   }
 
   ASSERT_EQ(stats({}, &out), 4) << out;
@@ -260,6 +274,9 @@ TEST_F(CtlStatsDetectorTest, ReportsWhatEachReplicaHearsAndOneThatDoesNotAnswer)
       << out;
   EXPECT_NE(out.find("(leader)"), std::string::npos) << out;
   EXPECT_NE(out.find("watching 0 compute node(s) and 2 memory node(s)"), std::string::npos) << out;
+  EXPECT_NE(out.find("  leads; 0 leader(s) deposed"), std::string::npos) << out;
+  EXPECT_NE(out.find("ms ago; next in line (deposes it if silent too long); 0 leader(s) deposed"), std::string::npos)
+      << out;
 }
 
 }  // namespace
