@@ -122,10 +122,11 @@ Status RecoveryCoordinator::prepare_and_repair(std::span<const FailedPid> pids, 
     ids.push_back(f.pid);
   }
   // 2, early: the pids the detector knows as registered members are fenced
-  // while that read is on its way (see the header). ford fences inside its
-  // pause, after the record it writes first.
+  // while that read is on its way, if this leader is connected to
+  // ZooKeeper (see the header). ford fences inside its pause, after the
+  // record it writes first.
   std::vector<uint16_t> fenced_early;
-  if (registry_.cluster().protocol != "ford") {
+  if (registry_.cluster().protocol != "ford" && registry_.zk().connected()) {
     for (const FailedPid& f : pids) {
       if (f.known && f.known->pid == f.pid) fenced_early.push_back(f.pid);
     }

@@ -40,11 +40,13 @@
 // the caller knows (the detector's leader watches them; so the pid was
 // issued): fencing a pid a majority of replicas missed is safe whatever the
 // record says, at worst it repeats a fence (idempotent) or costs a live
-// node its run (it exits and registers again), never data. So a leader cut
-// off from ZooKeeper may fence such pids; it repairs nothing, since the
-// read fails. Pids without a known record (pandora-ctl recover: a pid
-// typed by hand, perhaps never issued) and ford's are fenced after the
-// read, as before.
+// node its run (it exits and registers again), never data. Only while the
+// leader's session is connected, though: a leader cut off from ZooKeeper
+// (perhaps replaced) still fences nobody, since the read fails first - a
+// node it fenced then could not register again until ZooKeeper is back,
+// and the survivors gain nothing from a fence they are not told of. Pids
+// without a known record (pandora-ctl recover: a pid typed by hand,
+// perhaps never issued) and ford's are fenced after the read, as before.
 //
 // The push precedes the write because stealing is safe from the moment
 // the lanes are truncated: the survivors' wait for the dead pid's latches
