@@ -318,9 +318,12 @@ class Ctl {
     if (!recs) return fail(recs.status());
     fmt::print("recoveries ({}):\n", recs->size());
     for (const RecoveryRecord& x : *recs) {
-      fmt::print("  pid {:5} {:9} by replica {} detected {}: start-record {} us, fence {} us, log recovery {} us "
+      // Only ford's stop-the-world recovery writes a start record; the
+      // others read the record (beside the fence: RecoveryRecord).
+      fmt::print("  pid {:5} {:9} by replica {} detected {}: {} {} us, fence {} us, log recovery {} us "
                  "({} records: {} rolled back, {} forward), truncate {} us, publish {} us, sweep {} us ({} latches)\n",
-                 x.pid, recovery_step_name(x.step), x.leader_replica, ns_ago(x.detected_ns), x.start_record_us,
+                 x.pid, recovery_step_name(x.step), x.leader_replica, ns_ago(x.detected_ns),
+                 x.pause_us ? "start record" : "record read", x.start_record_us,
                  x.fence_us, x.log_recovery_us, x.records, x.rolled_back, x.rolled_forward, x.truncate_us,
                  x.publish_us, x.sweep_us, x.swept);
       if (x.pause_us) fmt::print("           stop-the-world pause {} us (latch scan {} us)\n", x.pause_us, x.scan_us);

@@ -1059,8 +1059,10 @@ TEST_F(FailoverTest, LeaderDiesAtEachRecoveryStep) {
   std::string out;
   ASSERT_EQ(cluster_->ctl({"status"}, &out), 0) << out;
   for (uint16_t pid : killed_) {
-    EXPECT_TRUE(std::regex_search(out, std::regex(fmt::format(R"(pid\s+{}\s+done\s)", pid))))
-        << "pandora-ctl status does not show pid " << pid << " done:\n" << out;
+    const std::regex done_with_steps(
+        fmt::format(R"(pid\s+{}\s+done\s+by replica \d+ detected [^:]+: record read \d+ us, fence \d+ us)", pid));
+    EXPECT_TRUE(std::regex_search(out, done_with_steps))
+        << "pandora-ctl status does not show pid " << pid << " done with its steps:\n" << out;
   }
 }
 
