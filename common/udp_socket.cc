@@ -82,6 +82,25 @@ Status send_datagram(int fd, const UdpAddress& to, std::span<const uint8_t> data
   }
 }
 
+Result<UniqueFd> open_connected_udp(const UdpAddress& to) {
+  Result<UniqueFd> fd = open_udp(to.family());
+  if (!fd) return fd.status();
+  if (::connect(fd->get(), reinterpret_cast<const sockaddr*>(&to.ss), to.len) != 0) {
+    return Status(Errc::kIo, fmt::format("connect udp {}: {}", describe_address(to.ss, to.len), std::strerror(errno)));
+  }
+  return fd;
+}
+
+Status send_connected(int fd, std::span<const uint8_t> data) {
+  for (;;) {
+    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n == static_cast<ssize_t>(data.size())) return Status::ok();
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == ECONNREFUSED) return Status(Errc::kDisconnected, "send: the peer's port refused");
+    return Status(Errc::kIo, n < 0 ? fmt::format("send: {}", std::strerror(errno)) : "send: short datagram");
+  }
+}
+
 ssize_t recv_datagram(int fd, std::span<uint8_t> buf, sockaddr_storage* from, socklen_t* from_len) {
   for (;;) {
     *from_len = sizeof(*from);

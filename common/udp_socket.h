@@ -42,6 +42,16 @@ Result<UniqueFd> bind_udp(const Endpoint& ep, uint16_t* port);
 // target refused an earlier datagram (ECONNREFUSED reported late on UDP).
 Status send_datagram(int fd, const UdpAddress& to, std::span<const uint8_t> data);
 
+// A UDP socket connected to `to`. The kernel reports an ICMP port
+// unreachable for it (nothing listens at `to` any more: the process that
+// did is gone) as ECONNREFUSED on a later send, which an unconnected
+// socket never sees.
+Result<UniqueFd> open_connected_udp(const UdpAddress& to);
+// One send without blocking on a connected socket. kDisconnected when `to`
+// refused an earlier datagram (ECONNREFUSED; this one was not sent), kIo
+// for any other failure.
+Status send_connected(int fd, std::span<const uint8_t> data);
+
 // One recvfrom without blocking: the datagram's length (a datagram longer
 // than `buf` is cut to buf.size(); pass one byte more than the largest valid
 // datagram so that the decoder sees it is too long), or -1 when nothing is

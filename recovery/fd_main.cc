@@ -81,7 +81,8 @@ int main(int argc, char** argv) {
   opts.add_u64("tick-us", &f.tick_us, "how often suspicion is evaluated and shared", 50, 1000000);
   opts.add_u64("leader-timeout-ms", &f.leader_timeout_ms,
                "the leader's successor deposes a leader it has not heard for this long (while it hears a majority "
-               "without it) instead of waiting for the leader's ZooKeeper session to expire; 0: never",
+               "without it) instead of waiting for the leader's ZooKeeper session to expire - a fifth of it (at "
+               "least 4 peer heartbeats) when the leader's port refuses, i.e. its process is gone; 0: never",
                0, 600000);
   opts.add_choice("backend", &f.backend, {"tcp", "shm"}, "the leader's data plane to the memory nodes");
   opts.add_u64("op-timeout-ms", &f.op_timeout_ms, "the leader's data-plane operation timeout", 1, 600000);

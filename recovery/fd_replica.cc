@@ -125,11 +125,7 @@ class Replica {
     d.timeout = o_.timeout;
     d.memory_timeout = o_.memory_timeout;
     d.tick = o_.tick;
-    // Peer heartbeats serve only the deposition: none without it.
-    d.peer_heartbeat = o_.leader_timeout.count() == 0
-                           ? std::chrono::microseconds(0)
-                           : std::clamp<std::chrono::microseconds>(o_.leader_timeout / 20, std::chrono::milliseconds(1),
-                                                                   std::chrono::milliseconds(25));
+    d.peer_heartbeat = peer_heartbeat();
     auto det = fd::Detector::start(d, log_.child("detector"));
     if (!det) {
       log_.error("starting the detector: {}", det.status().to_string());
@@ -434,6 +430,14 @@ class Replica {
     return names;
   }
 
+  // How often replicas heartbeat each other. They serve only the
+  // deposition: never without it.
+  std::chrono::microseconds peer_heartbeat() const {
+    if (o_.leader_timeout.count() == 0) return std::chrono::microseconds(0);
+    return std::clamp<std::chrono::microseconds>(o_.leader_timeout / 20, std::chrono::milliseconds(1),
+                                                 std::chrono::milliseconds(25));
+  }
+
   // Which replica leads and whether this one is next in line (then
   // successor_of_ names the leader), from the order `names`; both told to
   // the detector for pandora-ctl stats. The leader's node is read once per
@@ -531,7 +535,11 @@ class Replica {
   void maybe_depose_leader() {
     if (o_.leader_timeout.count() == 0 || !successor_of_) return;
     const Predecessor& leader = *successor_of_;
-    const fd::LeaderJudgement j = detector_->judge_leader(leader.replica_id, o_.leader_timeout);
+    // A leader whose port refuses is gone (its process exited or was
+    // killed; a stopped or cut-off one does not refuse): a fifth of the
+    // timeout, at least four peer heartbeats, is enough silence for it.
+    const auto refused_timeout = std::max<std::chrono::microseconds>(o_.leader_timeout / 5, 4 * peer_heartbeat());
+    const fd::LeaderJudgement j = detector_->judge_leader(leader.replica_id, o_.leader_timeout, refused_timeout);
     if (j.verdict == fd::LeaderVerdict::kNoMajority) {
       if (std::chrono::steady_clock::now() >= next_depose_log_) {
         next_depose_log_ = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -543,8 +551,9 @@ class Replica {
     }
     if (j.verdict != fd::LeaderVerdict::kDepose) return;
     log_.warn("deposing the leader, replica {} (election node {}): not heard for {} ms while its ZooKeeper session "
-              "lives on (stopped or cut off?); the next in line leads",
-              leader.replica_id, leader.node, j.silence.count() / 1000);
+              "lives on ({}); the next in line leads",
+              leader.replica_id, leader.node, j.silence.count() / 1000,
+              j.refused ? "its port refuses: the process is gone" : "stopped or cut off?");
     Status s = registry_->depose(leader.node);
     if (!s && s.code() != Errc::kNotFound) {
       log_.warn("deposing replica {}: {}", leader.replica_id, s.to_string());

@@ -110,9 +110,39 @@ Status Detector::set_peers(std::map<uint32_t, Endpoint> peers) {
     if (!a) return Status(Errc::kInvalidArgument, fmt::format("peer replica {}: {}", id, a.status().message()));
     resolved.emplace(id, std::pair{std::move(ep), *a});
   }
+  // A connected socket per peer for its heartbeats: kept while the peer's
+  // address stays, new (and its refusals forgotten) when it changes. A peer
+  // without one (the socket could not be opened) gets them on the main
+  // socket, and refusals are not seen.
+  std::map<uint32_t, std::shared_ptr<net::UniqueFd>> sockets;
+  std::vector<uint32_t> readdressed;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, peer] : resolved) {
+      const auto before = peers_.find(id);
+      const auto sock = peer_sockets_.find(id);
+      if (before != peers_.end() && before->second.first == peer.first && sock != peer_sockets_.end()) {
+        sockets.emplace(id, sock->second);
+      } else {
+        readdressed.push_back(id);
+      }
+    }
+  }
+  for (uint32_t id : readdressed) {
+    Result<net::UniqueFd> s = net::open_connected_udp(resolved.at(id).second);
+    if (s) {
+      sockets.emplace(id, std::make_shared<net::UniqueFd>(std::move(*s)));
+    } else {
+      log_.warn("peer replica {}: {} (its heartbeats go out unconnected; a dead one is found by its silence only)", id,
+                s.status().message());
+    }
+  }
   std::lock_guard lock(mu_);
+  for (uint32_t id : readdressed) peer_refused_ns_.erase(id);
   peers_ = std::move(resolved);
+  peer_sockets_ = std::move(sockets);
   std::erase_if(peer_heard_ns_, [this](const auto& e) { return !peers_.contains(e.first); });
+  std::erase_if(peer_refused_ns_, [this](const auto& e) { return !peers_.contains(e.first); });
   return Status::ok();
 }
 
@@ -401,7 +431,8 @@ std::string_view leader_verdict_name(LeaderVerdict v) {
   return "unknown";
 }
 
-LeaderJudgement Detector::judge_leader(uint32_t leader, std::chrono::microseconds timeout) const {
+LeaderJudgement Detector::judge_leader(uint32_t leader, std::chrono::microseconds timeout,
+                                       std::chrono::microseconds refused_timeout) const {
   const uint64_t now = monotonic_ns();
   const uint64_t timeout_ns = ns_of(timeout);
   LeaderJudgement j;
@@ -409,13 +440,16 @@ LeaderJudgement Detector::judge_leader(uint32_t leader, std::chrono::microsecond
   const auto it = peer_heard_ns_.find(leader);
   if (it == peer_heard_ns_.end()) return j;  // kNeverHeard
   j.silence = elapsed_us(now, it->second);
+  const auto refused = peer_refused_ns_.find(leader);
+  j.refused = refused != peer_refused_ns_.end() && refused->second > it->second;
+  const uint64_t limit_ns = j.refused ? std::min(timeout_ns, ns_of(refused_timeout)) : timeout_ns;
   j.heard = 1;
   for (const auto& [id, t] : peer_heard_ns_) {
     if (id != leader && elapsed_ns(now, t) < timeout_ns) ++j.heard;
   }
-  if (elapsed_ns(now, it->second) < timeout_ns) {
+  if (elapsed_ns(now, it->second) < limit_ns) {
     j.verdict = LeaderVerdict::kHeard;
-  } else if (elapsed_ns(now, last_drain_ns_.load(std::memory_order_relaxed)) > timeout_ns / 4) {
+  } else if (elapsed_ns(now, last_drain_ns_.load(std::memory_order_relaxed)) > limit_ns / 4) {
     j.verdict = LeaderVerdict::kSelfBehind;
   } else if (j.heard < options_.replicas / 2 + 1) {
     j.verdict = LeaderVerdict::kNoMajority;
@@ -519,7 +553,12 @@ void Detector::handle(const wire::HeartbeatMessage& m, const sockaddr_storage& f
 uint64_t Detector::tick(uint64_t now) {
   const uint64_t tick_ns = ns_of(options_.tick);
   std::vector<uint16_t> compute, memory;
-  std::vector<net::UdpAddress> targets;
+  struct PeerTarget {
+    uint32_t id;
+    net::UdpAddress address;
+    std::shared_ptr<net::UniqueFd> socket;  // connected to it (null: send unconnected)
+  };
+  std::vector<PeerTarget> targets;
   size_t dropped = 0;
   uint64_t next_suspicion = UINT64_MAX;
   uint64_t memory_epoch = 0;  // the record the memory view follows
@@ -542,7 +581,10 @@ uint64_t Detector::tick(uint64_t now) {
       ids.push_back(static_cast<uint16_t>(k.id));
     }
     evaluate_locked(now);
-    for (const auto& [id, peer] : peers_) targets.push_back(peer.second);
+    for (const auto& [id, peer] : peers_) {
+      const auto sock = peer_sockets_.find(id);
+      targets.push_back({id, peer.second, sock != peer_sockets_.end() ? sock->second : nullptr});
+    }
   }
   if (dropped != 0) log_.debug("{} suspects left out of this tick's reports", dropped);
 
@@ -550,11 +592,19 @@ uint64_t Detector::tick(uint64_t now) {
   uint64_t sent = 0, errors = 0;
   // Sends `datagram` to every peer; returns how many went (the rest count
   // as send errors).
+  // Each on the socket connected to that peer (one flow per peer, so its
+  // replay guard sees this replica's seqs in order); a refusal counts
+  // apart (the peer's process is gone).
+  std::vector<uint32_t> refused;
   auto send_to_peers = [&] {
     uint64_t n = 0;
-    for (const net::UdpAddress& a : targets) {
-      if (send_to(a, datagram)) {
+    for (const PeerTarget& t : targets) {
+      const Status s =
+          t.socket ? net::send_connected(t.socket->get(), bytes_of(datagram)) : send_to(t.address, datagram);
+      if (s) {
         ++n;
+      } else if (s.code() == Errc::kDisconnected) {
+        refused.push_back(t.id);
       } else {
         ++errors;
       }
@@ -587,11 +637,15 @@ uint64_t Detector::tick(uint64_t now) {
       }
     }
   }
-  if (sent != 0 || errors != 0 || peer_sent != 0) {
+  if (sent != 0 || errors != 0 || peer_sent != 0 || !refused.empty()) {
     std::lock_guard lock(mu_);
     stats_.reports_sent += sent;
     stats_.peer_heartbeats_sent += peer_sent;
     stats_.send_errors += errors;
+    stats_.peer_refusals += refused.size();
+    for (uint32_t id : refused) {
+      if (peers_.contains(id)) peer_refused_ns_[id] = now;
+    }
   }
   // Reporting (or about to send the final empty report): every tick.
   // Otherwise nothing changes before the earliest node could time out (a

@@ -99,6 +99,7 @@ struct LeaderJudgement {
   LeaderVerdict verdict = LeaderVerdict::kNeverHeard;
   std::chrono::microseconds silence{0};  // the leader's, when it was heard at all
   uint32_t heard = 0;                    // replicas heard within the timeout, this one included, the leader not
+  bool refused = false;                  // the leader's port refused since it was last heard: its process is gone
 };
 
 struct DetectorStats {
@@ -111,6 +112,7 @@ struct DetectorStats {
   uint64_t reports_sent = 0;
   uint64_t peer_heartbeats = 0;       // authentic heartbeats of peer replicas
   uint64_t peer_heartbeats_sent = 0;
+  uint64_t peer_refusals = 0;         // peer heartbeats whose port refused (its process is gone)
   uint64_t pushes_sent = 0;           // FailedPush datagrams
   uint64_t send_errors = 0;
   uint64_t failed_detected = 0;       // nodes that reached a majority
@@ -204,11 +206,14 @@ class Detector {
   // a caller must not judge a peer by it (it would take its own stall for
   // the peer's).
   std::chrono::microseconds since_last_drain() const;
-  // Judges peer `leader`'s silence against `timeout`, in this order:
+  // Judges peer `leader`'s silence against `timeout` - or against
+  // `refused_timeout`, if shorter, when its port refused since it was last
+  // heard (the process is gone, not stopped or cut off) - in this order:
   // heard within it; never heard; this replica's thread behind (its last
-  // drain older than timeout / 4); a majority of the N replicas, this one
-  // included and the leader not, heard within it; else depose.
-  LeaderJudgement judge_leader(uint32_t leader, std::chrono::microseconds timeout) const;
+  // drain older than a quarter of it); a majority of the N replicas, this
+  // one included and the leader not, heard within `timeout`; else depose.
+  LeaderJudgement judge_leader(uint32_t leader, std::chrono::microseconds timeout,
+                               std::chrono::microseconds refused_timeout) const;
 
   DetectorStats stats() const;
   // What a StatsQuery is answered with: stats() and this replica's state.
@@ -280,6 +285,12 @@ class Detector {
   uint64_t retired_epoch_ = 0;  // of the record follow_memory_record() applied last
   std::map<uint32_t, std::pair<Endpoint, net::UdpAddress>> peers_;
   std::map<uint32_t, uint64_t> peer_heard_ns_;  // peer id -> CLOCK_MONOTONIC it was last heard
+  // What goes to a peer (heartbeats, reports) goes out on a socket
+  // connected to it, so that a peer whose process is gone is told apart
+  // from a silent one: its port refuses (ICMP port unreachable, reported
+  // on the next send).
+  std::map<uint32_t, std::shared_ptr<net::UniqueFd>> peer_sockets_;
+  std::map<uint32_t, uint64_t> peer_refused_ns_;  // peer id -> CLOCK_MONOTONIC its port last refused
   std::map<NodeKey, FailedNode> failed_;
   DetectorStats stats_;
 };

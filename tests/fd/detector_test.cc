@@ -133,6 +133,18 @@ std::string datagram(wire::HeartbeatType type, SenderKind kind, uint32_t sender,
   return out;
 }
 
+// A loop hook (Replicas) that holds a detector's thread while `stall` is
+// set, as a descheduled thread stands still, and says so in `stalled`.
+std::function<void()> stall_while(std::atomic<bool>& stall, std::atomic<bool>& stalled) {
+  return [&stall, &stalled] {
+    while (stall.load()) {
+      stalled = true;
+      std::this_thread::sleep_for(1ms);
+    }
+    stalled = false;
+  };
+}
+
 bool contains(const std::vector<FailedNode>& v, SenderKind kind, uint32_t id) {
   return std::any_of(v.begin(), v.end(), [&](const FailedNode& f) { return f.kind == kind && f.id == id; });
 }
@@ -538,21 +550,15 @@ TEST(Detector, ASuccessorDeposesASilentLeaderOnlyWithAMajorityAndItsOwnThreadCur
   std::atomic<bool> stall{false};
   std::atomic<bool> stalled{false};
   // Replica 2 (the successor) stands still while `stall` is set.
-  Replicas r(3, kLoadTolerantTimeout, quiet(), {{2, [&] {
-                                                   while (stall.load()) {
-                                                     stalled = true;
-                                                     std::this_thread::sleep_for(1ms);
-                                                   }
-                                                   stalled = false;
-                                                 }}});
+  Replicas r(3, kLoadTolerantTimeout, quiet(), {{2, stall_while(stall, stalled)}});
   Detector& successor = r.at(2);
-  auto verdict = [&] { return successor.judge_leader(1, kTimeout).verdict; };
+  auto verdict = [&] { return successor.judge_leader(1, kTimeout, kTimeout).verdict; };
   // Heard: the leader, and (itself and) replica 3.
   ASSERT_TRUE(eventually([&] {
-    const LeaderJudgement j = successor.judge_leader(1, kTimeout);
+    const LeaderJudgement j = successor.judge_leader(1, kTimeout, kTimeout);
     return j.verdict == LeaderVerdict::kHeard && j.heard == 2;
   }));
-  EXPECT_EQ(successor.judge_leader(4, kTimeout).verdict, LeaderVerdict::kNeverHeard) << "not a peer";
+  EXPECT_EQ(successor.judge_leader(4, kTimeout, kTimeout).verdict, LeaderVerdict::kNeverHeard) << "not a peer";
 
   // The successor's own thread stands still: everyone looks silent to it,
   // the leader included, but it says so rather than deposing.
@@ -573,15 +579,87 @@ TEST(Detector, ASuccessorDeposesASilentLeaderOnlyWithAMajorityAndItsOwnThreadCur
   // The leader stops: deposed, while replica 3 is heard.
   r.stop(1);
   ASSERT_TRUE(eventually([&] { return verdict() == LeaderVerdict::kDepose; }));
-  LeaderJudgement j = successor.judge_leader(1, kTimeout);
+  LeaderJudgement j = successor.judge_leader(1, kTimeout, kTimeout);
   EXPECT_GE(j.silence, kTimeout);
   EXPECT_EQ(j.heard, 2u);
   // Replica 3 stops too: no majority without the leader any more.
   r.stop(3);
   ASSERT_TRUE(eventually([&] { return verdict() == LeaderVerdict::kNoMajority; }));
-  j = successor.judge_leader(1, kTimeout);
+  j = successor.judge_leader(1, kTimeout, kTimeout);
   EXPECT_EQ(j.heard, 1u);
   EXPECT_EQ(leader_verdict_name(j.verdict), "no majority without it");
+}
+
+// A socket connected to a UDP port learns that nothing listens there any
+// more: the kernel's ICMP port unreachable comes back as a refusal of a
+// later send (what a replica makes of a peer whose process is gone).
+TEST(UdpSocket, AConnectedSocketSeesThePeersPortRefuse) {
+  uint16_t port = 0;
+  Result<net::UniqueFd> listener = net::bind_udp(loopback(0), &port);
+  ASSERT_TRUE(listener) << listener.status().to_string();
+  Result<net::UdpAddress> to = net::udp_address(loopback(port));
+  ASSERT_TRUE(to);
+  Result<net::UniqueFd> sock = net::open_connected_udp(*to);
+  ASSERT_TRUE(sock) << sock.status().to_string();
+  const std::string hello = "hello";
+  ASSERT_TRUE(net::send_connected(sock->get(), bytes_of(hello)));
+  std::array<uint8_t, 16> buf;
+  ssize_t n = -1;
+  ASSERT_TRUE(eventually([&] {
+    sockaddr_storage from{};
+    socklen_t from_len = 0;
+    n = net::recv_datagram(listener->get(), buf, &from, &from_len);
+    return n >= 0;
+  }));
+  EXPECT_EQ(n, static_cast<ssize_t>(hello.size()));
+  *listener = net::UniqueFd();  // the port closes
+  Status refused;
+  ASSERT_TRUE(eventually([&] {
+    refused = net::send_connected(sock->get(), bytes_of(hello));
+    return !refused;
+  }));
+  EXPECT_EQ(refused.code(), Errc::kDisconnected) << refused.to_string();
+}
+
+// A leader whose process is gone is told from one that stopped or is cut
+// off: its port refuses the successor's datagrams (ICMP port unreachable),
+// and then a shorter silence is enough. A stalled leader, whose socket
+// still takes datagrams, is judged by the full timeout.
+TEST(Detector, ALeaderWhosePortRefusesIsDeposedAfterTheShorterSilence) {
+  constexpr auto kTimeout = std::chrono::microseconds(60'000'000);  // never reached here
+  constexpr auto kRefused = std::chrono::microseconds(200'000);
+  std::atomic<bool> stall{false};
+  std::atomic<bool> stalled{false};
+  Replicas r(3, kLoadTolerantTimeout, quiet(), {{1, stall_while(stall, stalled)}});
+  Detector& successor = r.at(2);
+  auto verdict = [&] { return successor.judge_leader(1, kTimeout, kRefused).verdict; };
+  ASSERT_TRUE(eventually([&] { return verdict() == LeaderVerdict::kHeard; }));
+
+  // Stalled: silent for three times the shorter limit, and never refusing.
+  stall = true;
+  ASSERT_TRUE(eventually([&] { return stalled.load(); }));
+  const auto until = std::chrono::steady_clock::now() + 3 * kRefused;
+  while (std::chrono::steady_clock::now() < until) {
+    const LeaderJudgement j = successor.judge_leader(1, kTimeout, kRefused);
+    ASSERT_EQ(j.verdict, LeaderVerdict::kHeard) << "a stalled leader judged by the shorter limit";
+    ASSERT_FALSE(j.refused);
+    std::this_thread::sleep_for(5ms);
+  }
+  EXPECT_EQ(successor.stats().peer_refusals, 0u);
+  stall = false;
+  ASSERT_TRUE(eventually([&] { return successor.peer_silence(1) < std::chrono::microseconds(kRefused / 2); }));
+
+  // Gone (its socket closed): deposed once silent for the shorter limit.
+  r.stop(1);
+  ASSERT_TRUE(eventually([&] { return verdict() == LeaderVerdict::kDepose; }));
+  const LeaderJudgement j = successor.judge_leader(1, kTimeout, kRefused);
+  EXPECT_TRUE(j.refused);
+  EXPECT_GE(j.silence, kRefused);
+  EXPECT_LT(j.silence, kTimeout);
+  EXPECT_EQ(j.heard, 2u);
+  EXPECT_GT(successor.stats().peer_refusals, 0u);
+  EXPECT_TRUE(eventually([&] { return r.at(3).judge_leader(1, kTimeout, kRefused).refused; }))
+      << "replica 3 sends to it too";
 }
 
 // An operator's StatsQuery (pandora-ctl stats): each replica answers with
