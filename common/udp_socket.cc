@@ -72,14 +72,34 @@ Result<UniqueFd> bind_udp(const Endpoint& ep, uint16_t* port) {
   return fd;
 }
 
-Status send_datagram(int fd, const UdpAddress& to, std::span<const uint8_t> data) {
+namespace {
+
+constexpr int kShortDatagram = -1;
+
+// One datagram without blocking, to `to` or (null) to the socket's
+// connected peer, retried on EINTR: 0 when it went whole, else the errno
+// (or kShortDatagram).
+int send_whole(int fd, const UdpAddress* to, std::span<const uint8_t> data) {
   for (;;) {
     const ssize_t n = ::sendto(fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT,
-                               reinterpret_cast<const sockaddr*>(&to.ss), to.len);
-    if (n == static_cast<ssize_t>(data.size())) return Status::ok();
-    if (n < 0 && errno == EINTR) continue;
-    return Status(Errc::kIo, n < 0 ? fmt::format("sendto: {}", std::strerror(errno)) : "sendto: short datagram");
+                               to != nullptr ? reinterpret_cast<const sockaddr*>(&to->ss) : nullptr,
+                               to != nullptr ? to->len : 0);
+    if (n == static_cast<ssize_t>(data.size())) return 0;
+    if (n >= 0) return kShortDatagram;
+    if (errno != EINTR) return errno;
   }
+}
+
+Status send_failed(int error) {
+  return Status(Errc::kIo, error == kShortDatagram ? "sendto: short datagram"
+                                                   : fmt::format("sendto: {}", std::strerror(error)));
+}
+
+}  // namespace
+
+Status send_datagram(int fd, const UdpAddress& to, std::span<const uint8_t> data) {
+  const int error = send_whole(fd, &to, data);
+  return error == 0 ? Status::ok() : send_failed(error);
 }
 
 Result<UniqueFd> open_connected_udp(const UdpAddress& to) {
@@ -92,13 +112,10 @@ Result<UniqueFd> open_connected_udp(const UdpAddress& to) {
 }
 
 Status send_connected(int fd, std::span<const uint8_t> data) {
-  for (;;) {
-    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n == static_cast<ssize_t>(data.size())) return Status::ok();
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == ECONNREFUSED) return Status(Errc::kDisconnected, "send: the peer's port refused");
-    return Status(Errc::kIo, n < 0 ? fmt::format("send: {}", std::strerror(errno)) : "send: short datagram");
-  }
+  const int error = send_whole(fd, nullptr, data);
+  if (error == 0) return Status::ok();
+  if (error == ECONNREFUSED) return Status(Errc::kDisconnected, "sendto: the peer's port refused");
+  return send_failed(error);
 }
 
 ssize_t recv_datagram(int fd, std::span<uint8_t> buf, sockaddr_storage* from, socklen_t* from_len) {
