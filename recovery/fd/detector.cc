@@ -100,7 +100,7 @@ Detector::~Detector() {
 }
 
 Status Detector::set_peers(std::map<uint32_t, Endpoint> peers) {
-  std::map<uint32_t, std::pair<Endpoint, net::UdpAddress>> resolved;
+  std::map<uint32_t, Peer> resolved;
   for (auto& [id, ep] : peers) {
     if (id == 0 || id > options_.replicas || id == options_.replica_id) {
       return Status(Errc::kInvalidArgument, fmt::format("peer replica id {} is not another replica of 1..{}", id,
@@ -108,41 +108,30 @@ Status Detector::set_peers(std::map<uint32_t, Endpoint> peers) {
     }
     Result<net::UdpAddress> a = net::udp_address(ep);
     if (!a) return Status(Errc::kInvalidArgument, fmt::format("peer replica {}: {}", id, a.status().message()));
-    resolved.emplace(id, std::pair{std::move(ep), *a});
+    resolved.emplace(id, Peer{std::move(ep), *a, nullptr, 0});
   }
-  // A connected socket per peer for its heartbeats: kept while the peer's
-  // address stays, new (and its refusals forgotten) when it changes. A peer
-  // without one (the socket could not be opened) gets them on the main
-  // socket, and refusals are not seen.
-  std::map<uint32_t, std::shared_ptr<net::UniqueFd>> sockets;
-  std::vector<uint32_t> readdressed;
+  // A peer at the address it had keeps its socket and refusals; one at a
+  // new address (a restarted replica) gets a new socket, refusals forgotten.
   {
     std::lock_guard lock(mu_);
-    for (const auto& [id, peer] : resolved) {
+    for (auto& [id, peer] : resolved) {
       const auto before = peers_.find(id);
-      const auto sock = peer_sockets_.find(id);
-      if (before != peers_.end() && before->second.first == peer.first && sock != peer_sockets_.end()) {
-        sockets.emplace(id, sock->second);
-      } else {
-        readdressed.push_back(id);
-      }
+      if (before != peers_.end() && before->second.endpoint == peer.endpoint) peer = before->second;
     }
   }
-  for (uint32_t id : readdressed) {
-    Result<net::UniqueFd> s = net::open_connected_udp(resolved.at(id).second);
+  for (auto& [id, peer] : resolved) {
+    if (peer.socket) continue;
+    Result<net::UniqueFd> s = net::open_connected_udp(peer.address);
     if (s) {
-      sockets.emplace(id, std::make_shared<net::UniqueFd>(std::move(*s)));
+      peer.socket = std::make_shared<net::UniqueFd>(std::move(*s));
     } else {
-      log_.warn("peer replica {}: {} (its heartbeats go out unconnected; a dead one is found by its silence only)", id,
+      log_.warn("peer replica {}: {} (sent to unconnected; a dead one is found by its silence only)", id,
                 s.status().message());
     }
   }
   std::lock_guard lock(mu_);
-  for (uint32_t id : readdressed) peer_refused_ns_.erase(id);
   peers_ = std::move(resolved);
-  peer_sockets_ = std::move(sockets);
   std::erase_if(peer_heard_ns_, [this](const auto& e) { return !peers_.contains(e.first); });
-  std::erase_if(peer_refused_ns_, [this](const auto& e) { return !peers_.contains(e.first); });
   return Status::ok();
 }
 
@@ -440,8 +429,8 @@ LeaderJudgement Detector::judge_leader(uint32_t leader, std::chrono::microsecond
   const auto it = peer_heard_ns_.find(leader);
   if (it == peer_heard_ns_.end()) return j;  // kNeverHeard
   j.silence = elapsed_us(now, it->second);
-  const auto refused = peer_refused_ns_.find(leader);
-  j.refused = refused != peer_refused_ns_.end() && refused->second > it->second;
+  const auto peer = peers_.find(leader);
+  j.refused = peer != peers_.end() && peer->second.refused_ns > it->second;
   const uint64_t limit_ns = j.refused ? std::min(timeout_ns, ns_of(refused_timeout)) : timeout_ns;
   j.heard = 1;
   for (const auto& [id, t] : peer_heard_ns_) {
@@ -581,20 +570,16 @@ uint64_t Detector::tick(uint64_t now) {
       ids.push_back(static_cast<uint16_t>(k.id));
     }
     evaluate_locked(now);
-    for (const auto& [id, peer] : peers_) {
-      const auto sock = peer_sockets_.find(id);
-      targets.push_back({id, peer.second, sock != peer_sockets_.end() ? sock->second : nullptr});
-    }
+    for (const auto& [id, peer] : peers_) targets.push_back({id, peer.address, peer.socket});
   }
   if (dropped != 0) log_.debug("{} suspects left out of this tick's reports", dropped);
 
   std::string datagram;
   uint64_t sent = 0, errors = 0;
-  // Sends `datagram` to every peer; returns how many went (the rest count
-  // as send errors).
-  // Each on the socket connected to that peer (one flow per peer, so its
-  // replay guard sees this replica's seqs in order); a refusal counts
-  // apart (the peer's process is gone).
+  // Sends `datagram` to every peer, each on the socket connected to it
+  // (one flow per peer, so its replay guard sees this replica's seqs in
+  // order); returns how many went. A refusal (the peer's process is gone)
+  // is noted in `refused`, other failures count as send errors.
   std::vector<uint32_t> refused;
   auto send_to_peers = [&] {
     uint64_t n = 0;
@@ -644,7 +629,7 @@ uint64_t Detector::tick(uint64_t now) {
     stats_.send_errors += errors;
     stats_.peer_refusals += refused.size();
     for (uint32_t id : refused) {
-      if (peers_.contains(id)) peer_refused_ns_[id] = now;
+      if (auto p = peers_.find(id); p != peers_.end()) p->second.refused_ns = now;
     }
   }
   // Reporting (or about to send the final empty report): every tick.

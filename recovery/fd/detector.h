@@ -283,14 +283,19 @@ class Detector {
   std::set<uint32_t> retired_memory_;
   std::map<uint32_t, uint64_t> memory_incarnations_;
   uint64_t retired_epoch_ = 0;  // of the record follow_memory_record() applied last
-  std::map<uint32_t, std::pair<Endpoint, net::UdpAddress>> peers_;
+  struct Peer {
+    Endpoint endpoint;
+    net::UdpAddress address;
+    // What goes to the peer (heartbeats, reports) goes out on a socket
+    // connected to it, so that a peer whose process is gone is told apart
+    // from a silent one: its port refuses (ICMP port unreachable, reported
+    // on the next send). Null when it could not be opened: sent on the
+    // main socket, refusals unseen.
+    std::shared_ptr<net::UniqueFd> socket;
+    uint64_t refused_ns = 0;  // CLOCK_MONOTONIC its port last refused (0: never, at this address)
+  };
+  std::map<uint32_t, Peer> peers_;
   std::map<uint32_t, uint64_t> peer_heard_ns_;  // peer id -> CLOCK_MONOTONIC it was last heard
-  // What goes to a peer (heartbeats, reports) goes out on a socket
-  // connected to it, so that a peer whose process is gone is told apart
-  // from a silent one: its port refuses (ICMP port unreachable, reported
-  // on the next send).
-  std::map<uint32_t, std::shared_ptr<net::UniqueFd>> peer_sockets_;
-  std::map<uint32_t, uint64_t> peer_refused_ns_;  // peer id -> CLOCK_MONOTONIC its port last refused
   std::map<NodeKey, FailedNode> failed_;
   DetectorStats stats_;
 };
