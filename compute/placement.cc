@@ -6,6 +6,34 @@
 
 namespace pandora {
 
+namespace {
+
+// x with x * a == 1 (mod 2^64), a odd: Newton's iteration doubles the
+// correct low bits each step (3 -> 6 -> ... -> 96).
+constexpr uint64_t inverse(uint64_t a) {
+  uint64_t x = a;  // correct to 3 bits for odd a
+  for (int i = 0; i < 5; ++i) x *= 2 - a * x;
+  return x;
+}
+static_assert(inverse(0xbf58476d1ce4e5b9ull) * 0xbf58476d1ce4e5b9ull == 1);
+static_assert(inverse(0x94d049bb133111ebull) * 0x94d049bb133111ebull == 1);
+
+// The inverse of y = x ^ (x >> s).
+constexpr uint64_t unshift(uint64_t y, int s) {
+  uint64_t x = y;
+  for (int k = s; k < 64; k += s) x = y ^ (x >> s);
+  return x;
+}
+
+}  // namespace
+
+uint64_t unmix64(uint64_t h) {
+  uint64_t x = unshift(h, 31);
+  x = unshift(x * inverse(0x94d049bb133111ebull), 27);
+  x = unshift(x * inverse(0xbf58476d1ce4e5b9ull), 30);
+  return x - 0x9e3779b97f4a7c15ull;
+}
+
 Result<Placement> Placement::create(std::vector<uint32_t> node_ids, uint32_t replicas, uint32_t shards) {
   std::sort(node_ids.begin(), node_ids.end());
   if (node_ids.empty()) return Result<Placement>(Errc::kInvalidArgument, "placement needs at least one memory node");

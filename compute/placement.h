@@ -28,6 +28,9 @@ inline constexpr uint64_t mix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// The inverse of mix64: unmix64(mix64(x)) == x for every x.
+uint64_t unmix64(uint64_t h);
+
 class Placement {
  public:
   static constexpr uint32_t kVirtualNodes = 64;  // ring points per memory node

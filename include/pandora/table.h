@@ -27,6 +27,17 @@ struct TableSpec {
   uint64_t expected_rows = 0;  // capacity planning: the most rows the table will hold
 };
 
+// Keys for a table whose rows are numbered 0 .. n-1 and only loaded (a
+// catalogue, a stock list): dense_key(table, i) is a bijection of i, chosen
+// so that row i's home bucket in `table` is i % (the table's bucket count).
+// Such a table then fills its buckets evenly instead of at random, which
+// matters for rows of a few hundred bytes and more: a bucket holds only one
+// or two of them, and a key's probe path is a few buckets, so randomly
+// placed big rows overflow some path well below the table's capacity.
+// Look rows up by the same function. Fixed for a table id across versions
+// (it is part of the data's layout).
+uint64_t dense_key(uint32_t table, uint64_t index);
+
 // Loads rows into freshly created tables without transactions (nothing
 // else may run meanwhile). Rows are durable once finish() returned ok.
 class BulkLoader {

@@ -174,6 +174,41 @@ TEST_F(ClientTest, SessionsNeedTablesThenRunTransactions) {
   EXPECT_EQ(o.reason, AbortReason::kInvalid);
 }
 
+// Rows of 700 bytes, one per bucket: keys from dense_key fill the table
+// to the capacity it was declared with, and transactions find them.
+TEST_F(ClientTest, DenseKeysFillATableOfBigRowsToItsCapacity) {
+  constexpr uint32_t kBig = 9;
+  constexpr uint64_t kRows = 4000;
+  auto c = Client::connect(options(1));
+  ASSERT_TRUE(c) << c.status().to_string();
+  const TableSpec spec{kBig, "big", 700, kRows};
+  ASSERT_TRUE((*c)->create_tables({&spec, 1}));
+  auto l = (*c)->loader();
+  ASSERT_TRUE(l) << l.status().to_string();
+  std::vector<uint8_t> v(700);
+  for (uint64_t i = 0; i < kRows; ++i) {
+    put(v, static_cast<int64_t>(i));
+    Status s = (*l)->add(kBig, dense_key(kBig, i), v);
+    ASSERT_TRUE(s) << "row " << i << ": " << s.to_string();
+  }
+  Status done = (*l)->finish();
+  ASSERT_TRUE(done) << done.to_string();
+  EXPECT_EQ((*l)->rows_loaded(), kRows);
+  auto s = (*c)->session();
+  ASSERT_TRUE(s) << s.status().to_string();
+  for (uint64_t i : {uint64_t{0}, uint64_t{1234}, kRows - 1}) {
+    int64_t seen = -1;
+    auto o = (*s)->transact_retry([&](Txn& t) {
+      auto r = t.read(kBig, dense_key(kBig, i));
+      if (!r) return r.reason();
+      seen = get(*r);
+      return AbortReason::kNone;
+    });
+    ASSERT_TRUE(o.committed) << abort_reason_name(o.reason);
+    EXPECT_EQ(seen, static_cast<int64_t>(i));
+  }
+}
+
 TEST_F(ClientTest, TheSessionPoolIsBoundedAndGivesIdsBack) {
   auto client = loaded(1, 10);
   ASSERT_TRUE(client);

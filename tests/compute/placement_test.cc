@@ -5,6 +5,8 @@
 #include <set>
 
 #include "compute/placement.h"
+#include "compute/table_geometry.h"
+#include "pandora/table.h"
 
 namespace pandora {
 namespace {
@@ -85,6 +87,37 @@ TEST(Placement, KeysSpreadOverShardsAndTablesDiffer) {
   int same = 0;
   for (uint64_t k = 0; k < 1000; ++k) same += p.shard_of(1, k) == p.shard_of(2, k);
   EXPECT_LT(same, 100);
+}
+
+TEST(Placement, UnmixInvertsMix) {
+  uint64_t x = 0x0123456789abcdefull;
+  for (int i = 0; i < 10000; ++i) {
+    ASSERT_EQ(mix64(unmix64(x)), x);
+    ASSERT_EQ(unmix64(mix64(x)), x);
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+  }
+  EXPECT_EQ(unmix64(0xe220a8397b1dcdafull), 0u);
+}
+
+// pandora::dense_key (public API): row i of a table lands in bucket
+// i % bucket_count, whatever the table id and bucket count, and distinct
+// rows get distinct keys.
+TEST(TableGeometry, DenseKeysSendRowIToBucketIModTheBucketCount) {
+  for (uint32_t table : {1u, 7u, 255u}) {
+    for (uint64_t buckets : {1ull, 3ull, 1000ull, 4096ull}) {
+      TableEntry t{};
+      t.table_id = table;
+      t.bucket_count = buckets;
+      std::set<uint64_t> keys;
+      for (uint64_t i = 0; i < 5000; ++i) {
+        const uint64_t k = dense_key(table, i);
+        ASSERT_EQ(home_bucket(t, k), i % buckets) << "table " << table << " row " << i;
+        keys.insert(k);
+      }
+      EXPECT_EQ(keys.size(), 5000u);
+    }
+  }
+  EXPECT_NE(dense_key(1, 5), dense_key(2, 5));
 }
 
 TEST(Placement, IsStableAcrossBuilds) {

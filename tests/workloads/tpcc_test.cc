@@ -79,15 +79,6 @@ TEST(TpccKeys, PackedFieldsDoNotOverlap) {
   EXPECT_NE(tpcc::order_line_key(1, 1, 1, 2), tpcc::order_line_key(1, 1, 2, 1));
 }
 
-TEST(TpccKeys, UnmixInvertsTheTableHash) {
-  Rng rng(9);
-  for (int i = 0; i < 10000; ++i) {
-    const uint64_t x = rng.next();
-    ASSERT_EQ(mix64(tpcc::unmix64(x)), x);
-  }
-  EXPECT_EQ(mix64(tpcc::placed_key(tpcc::kCustomer, 12345) ^ table_salt(tpcc::kCustomer)), 12345u);
-}
-
 // Static tables never overflow a probe path: their keys fill every bucket
 // at most half way, whatever the slot size.
 TEST(TpccKeys, StaticRowsFillNoBucketBeyondHalf) {

@@ -39,6 +39,8 @@
 #include <span>
 #include <string_view>
 
+#include "pandora/table.h"
+
 namespace pandora::workloads::tpcc {
 
 // ---- tables -----------------------------------------------------------------
@@ -94,18 +96,15 @@ constexpr uint64_t order_line_key(uint64_t w, uint64_t d, uint64_t o, uint64_t o
   return order_key(w, d, o) << 4 | ol;
 }
 
-// Static tables (rows only loaded, never inserted or removed): the key is a
-// bijective scramble of the row's dense index (0 .. rows-1, in the bit
-// order above), chosen so that the table's hash (table_directory.h:
-// mix64(key ^ salt) % bucket_count) sends row n to bucket n % bucket_count.
-// With the tables' load factor of 1/2 every bucket then gets at most half
-// its slots filled and no probe path ever overflows. Why: a probe path is
-// 8 buckets of about 1 KiB, so rows of 342+ bytes (stock: 2 per bucket,
-// customer: 1) overflow random 8-slot paths at load factor 1/2 (a 30000-row
-// customer table failed in most simulated loads); placing them needs no
-// change to the table geometry.
-uint64_t unmix64(uint64_t h);  // the inverse of pandora::mix64
-uint64_t placed_key(uint32_t table, uint64_t index);
+// Static tables (rows only loaded, never inserted or removed): the key is
+// pandora::dense_key of the row's dense index (0 .. rows-1, in the bit
+// order above), which sends row n to bucket n % bucket_count. With the
+// tables' load factor of 1/2 every bucket then gets at most half its slots
+// filled and no probe path ever overflows. Why: a probe path is 8 buckets
+// of about 1 KiB, so rows of 342+ bytes (stock: 2 per bucket, customer: 1)
+// overflow random 8-slot paths at load factor 1/2 (a 30000-row customer
+// table failed in most simulated loads).
+inline uint64_t placed_key(uint32_t table, uint64_t index) { return dense_key(table, index); }
 
 class StaticKeys {
  public:
