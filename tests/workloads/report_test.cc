@@ -370,6 +370,32 @@ TEST(CompareTable, RatiosAgainstAVersusBuildArePerRound) {
   EXPECT_NE(out.find("failed their consistency check"), std::string::npos) << out;
 }
 
+// workloads/bench/ops_per_type.py: each type's operations divided by its
+// commits, rows by workload, type, then protocol in the project's order;
+// a file that is no report exits 2.
+TEST(OpsPerType, PrintsOperationsPerCommitByTypeAndProtocol) {
+  testing::TempDir dir;
+  const std::string script = std::string(PANDORA_SOURCE_DIR) + "/workloads/bench/ops_per_type.py";
+  BenchReport ford = sample(2, 0, 50, 10'000);  // 500 reads of 4 READs, 500 rmw of 2 WRITEs
+  ford.protocol = "ford";
+  ford.run->types[1].ops.writes = 1500;
+  ASSERT_TRUE(write_report_files(ford, dir.path() + "/ford.json", ""));
+  ASSERT_TRUE(write_report_files(sample(2, 0, 50, 10'000), dir.path() + "/pandora.json", ""));
+  std::string out;
+  ASSERT_EQ(testing::run_command({python(), script, dir.path() + "/ford.json", dir.path() + "/pandora.json"}, &out, 60),
+            0)
+      << out;
+  const std::string expected =
+      "| micro | read | pandora | 500 | 4.00 | 0.00 | 0.00 | 0.00 |\n"
+      "| micro | read | ford | 500 | 4.00 | 0.00 | 0.00 | 0.00 |\n"
+      "| micro | rmw | pandora | 500 | 0.01 | 2.00 | 0.00 | 0.00 |\n"
+      "| micro | rmw | ford | 500 | 0.01 | 3.00 | 0.00 | 0.00 |\n";
+  EXPECT_NE(out.find(expected), std::string::npos) << out;
+  std::ofstream(dir.path() + "/foreign.json") << R"({"hello": "world"})";
+  EXPECT_EQ(testing::run_command({python(), script, dir.path() + "/foreign.json"}, &out, 60), 2) << out;
+  EXPECT_NE(out.find("foreign.json"), std::string::npos) << out;
+}
+
 // The line of `out` that starts with `prefix` ("" when none).
 std::string line_starting(const std::string& out, const std::string& prefix) {
   std::istringstream in(out);
