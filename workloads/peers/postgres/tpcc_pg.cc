@@ -330,7 +330,8 @@ constexpr const char* kPaidPerCustomer =
 }  // namespace
 
 PgCheck TpccPg::check(PgConn& c, int64_t before, int64_t committed_delta) const {
-  // Each query counts the warehouses or districts violating one condition.
+  // Each query counts the warehouses, districts, customers, orders or order
+  // lines violating one condition.
   const std::vector<std::pair<std::string, std::string>> rules = {
       {"condition 1 (W_YTD = sum(D_YTD)): warehouses violating it",
        "SELECT count(*) FROM warehouse w WHERE w.w_ytd <> (SELECT sum(d_ytd) FROM district WHERE d_w_id = w.w_id)"},
@@ -345,6 +346,21 @@ PgCheck TpccPg::check(PgConn& c, int64_t before, int64_t committed_delta) const 
        "SELECT count(*) FROM (SELECT o_w_id, o_d_id, sum(o_ol_cnt) AS n FROM orders GROUP BY o_w_id, o_d_id) o FULL "
        "JOIN (SELECT ol_w_id, ol_d_id, count(*) AS n FROM order_line GROUP BY ol_w_id, ol_d_id) l ON l.ol_w_id = "
        "o.o_w_id AND l.ol_d_id = o.o_d_id WHERE o.n IS DISTINCT FROM l.n"},
+      // 5-7 per order / order line, null as the schema has it: O_CARRIER_ID
+      // and OL_DELIVERY_D are SQL NULL until Delivery sets them (loaded \N
+      // for the undelivered orders, inserted NULL by NewOrder).
+      {"condition 5 (O_CARRIER_ID null iff a NEW-ORDER row exists): orders violating it",
+       "SELECT count(*) FROM orders LEFT JOIN new_order ON no_w_id = o_w_id AND no_d_id = o_d_id AND no_o_id = o_id "
+       "WHERE (o_carrier_id IS NULL) <> (no_o_id IS NOT NULL)"},
+      // A FULL JOIN as in 4: the lines of an order that does not exist count as
+      // one more violator.
+      {"condition 6 (O_OL_CNT = rows in ORDER-LINE of the order): orders violating it",
+       "SELECT count(*) FROM orders o FULL JOIN (SELECT ol_w_id, ol_d_id, ol_o_id, count(*) AS n FROM order_line "
+       "GROUP BY ol_w_id, ol_d_id, ol_o_id) l ON l.ol_w_id = o.o_w_id AND l.ol_d_id = o.o_d_id AND l.ol_o_id = o.o_id "
+       "WHERE o.o_id IS NULL OR o.o_ol_cnt IS DISTINCT FROM coalesce(l.n, 0)"},
+      {"condition 7 (OL_DELIVERY_D null iff O_CARRIER_ID null): order lines violating it",
+       "SELECT count(*) FROM order_line JOIN orders ON o_w_id = ol_w_id AND o_d_id = ol_d_id AND o_id = ol_o_id "
+       "WHERE (ol_delivery_d IS NULL) <> (o_carrier_id IS NULL)"},
       {"condition 8 (W_YTD = sum(H_AMOUNT) of its history): warehouses violating it",
        "SELECT count(*) FROM warehouse w WHERE w.w_ytd <> (SELECT coalesce(sum(h_amount), 0) FROM history WHERE "
        "h_w_id = w.w_id)"},
@@ -375,7 +391,7 @@ PgCheck TpccPg::check(PgConn& c, int64_t before, int64_t committed_delta) const 
     problems.push_back(fmt::format("sum(W_YTD) {} cents != {} before + {} committed payments (off by {})", after,
                                    before, committed_delta, after - before - committed_delta));
   }
-  return check_verdict(problems, fmt::format("check passed: TPC-C consistency conditions 1-4 and 8-12 hold on {} warehouse(s); sum(W_YTD) {} "
+  return check_verdict(problems, fmt::format("check passed: TPC-C consistency conditions 1-12 hold on {} warehouse(s); sum(W_YTD) {} "
                               "cents = {} before + {} committed payments",
                               o_.warehouses, after, before, committed_delta));
 }

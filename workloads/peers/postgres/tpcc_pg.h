@@ -10,7 +10,7 @@
 // NewOrder's 1% with an unused item id rolls back ("user").
 // W_YTD and D_YTD are loaded as the sum of the customers' initial payments
 // (the spec's 300,000.00 and 30,000.00 at 3000 customers per district).
-// check(): consistency conditions 1-4 and 8-12 (clause 3.3.2; 11 counts the
+// check(): consistency conditions 1-12 (clause 3.3.2; 11 counts the
 // orders loaded as delivered), and the invariant sum(W_YTD) in cents =
 // before + committed payment amounts.
 #pragma once
