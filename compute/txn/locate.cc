@@ -1,5 +1,7 @@
 #include "compute/txn/locate.h"
 
+#include <algorithm>
+
 #include "common/slot_layout.h"
 #include "compute/table_geometry.h"
 
@@ -18,16 +20,21 @@ std::optional<uint64_t> find_in_path(const Item& it, const std::vector<uint8_t>&
   return std::nullopt;
 }
 
+void post_path_buckets(TxnContext& ctx, uint16_t node, const TableEntry& t, uint64_t home, uint32_t first,
+                       uint32_t end, uint8_t* dst) {
+  const uint64_t bb = bucket_bytes(t);
+  for (uint32_t step = first; step < end;) {
+    const uint64_t b = path_bucket(t, home, step);
+    const uint32_t run = static_cast<uint32_t>(std::min<uint64_t>(end - step, t.bucket_count - b));
+    ctx.ops.read(node, bucket_offset(t, b), dst + step * bb, static_cast<uint32_t>(run * bb));
+    step += run;
+  }
+}
+
 AbortReason read_path(TxnContext& ctx, const Item& it, bool whole, std::vector<uint8_t>& buf) {
   const TableEntry& t = *it.t;
-  const uint64_t bb = bucket_bytes(t);
-  const uint64_t home = home_bucket(t, it.key);
-  buf.resize(t.max_probe * bb);
-  const uint32_t first = whole ? 0 : 1;
-  for (uint32_t step = first; step < t.max_probe; ++step) {
-    ctx.ops.read(it.replicas[0], bucket_offset(t, path_bucket(t, home, step)), buf.data() + step * bb,
-                 static_cast<uint32_t>(bb));
-  }
+  buf.resize(t.max_probe * bucket_bytes(t));
+  post_path_buckets(ctx, it.replicas[0], t, home_bucket(t, it.key), whole ? 0 : 1, t.max_probe, buf.data());
   ctx.ops.wait_all();
   return ctx.all_ok() ? AbortReason::kNone : AbortReason::kTransport;
 }

@@ -11,6 +11,14 @@
 
 namespace pandora::txn {
 
+// Posts READs of steps [first, end) of the probe path from bucket `home` on
+// memory node `node`, bucket `step` landing at dst + step * bucket bytes.
+// A path's buckets are consecutive in the region except where it wraps
+// past the table's last bucket, so this is one READ, or two when it wraps,
+// not one per bucket.
+void post_path_buckets(TxnContext& ctx, uint16_t node, const TableEntry& t, uint64_t home, uint32_t first,
+                       uint32_t end, uint8_t* dst);
+
 // Reads it.key's probe path on the primary into `buf` (whole: every bucket;
 // otherwise buckets 1.., bucket 0 being there already). kTransport on a
 // failed READ.

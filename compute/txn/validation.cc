@@ -2,6 +2,7 @@
 
 #include "common/slot_layout.h"
 #include "compute/table_geometry.h"
+#include "compute/txn/locate.h"
 
 namespace pandora::txn {
 
@@ -12,13 +13,8 @@ bool validates(const TxnContext& ctx) { return ctx.has_reads || ctx.has_writes |
 // Posts the READs of `key`'s whole probe path on its primary into `path`.
 void post_path_read(TxnContext& ctx, const TableEntry& t, uint16_t primary, uint64_t key,
                     std::vector<uint8_t>& path) {
-  const uint64_t bb = bucket_bytes(t);
-  const uint64_t home = home_bucket(t, key);
-  path.resize(t.max_probe * bb);
-  for (uint32_t step = 0; step < t.max_probe; ++step) {
-    ctx.ops.read(primary, bucket_offset(t, path_bucket(t, home, step)), path.data() + step * bb,
-                 static_cast<uint32_t>(bb));
-  }
+  path.resize(t.max_probe * bucket_bytes(t));
+  post_path_buckets(ctx, primary, t, home_bucket(t, key), 0, t.max_probe, path.data());
 }
 
 // A path as re-read, for an insert of `key` or a read that found it absent:

@@ -9,6 +9,7 @@
 #include "compute/loader.h"
 #include "compute/op_batch.h"
 #include "compute/scheduler.h"
+#include "compute/table_geometry.h"
 #include "tests/compute/compute_test_support.h"
 
 namespace pandora::testing {
@@ -393,6 +394,31 @@ TEST_P(EngineTest, CountsRemoteOperationsPerTransaction) {
   EXPECT_EQ(ops.writes, 7u);
   EXPECT_EQ(ops.faa, 0u);
   EXPECT_EQ(cl->engine().counters().commits, 2u);
+}
+
+// An insert reads its key's probe path in one READ - two where the path
+// wraps past the table's last bucket - then each replica's slot header,
+// then the path again at validation (issue 11: no READ per bucket).
+TEST_P(EngineTest, AnInsertReadsItsProbePathInOneReadOrTwoWhereItWraps) {
+  auto c = load(cfg(1));
+  ASSERT_TRUE(c);
+  auto cl = client(*c);
+  const TableEntry* t = c->directory().find(kItems);
+  ASSERT_NE(t, nullptr);
+  ASSERT_GT(t->max_probe, 2u);
+  const std::vector<uint8_t> val(24, 7);
+  int wrapped = 0, straight = 0;
+  for (uint64_t key = 5000; key < 100000 && (wrapped < 2 || straight < 4); ++key) {
+    const bool wraps = home_bucket(*t, key) + t->max_probe > t->bucket_count;
+    if (wraps ? wrapped >= 2 : straight >= 4) continue;
+    ASSERT_TRUE(cl->transact([&](Txn& x) { return x.insert(kItems, key, val); }).committed) << key;
+    const uint64_t path_reads = wraps ? 2 : 1;
+    const uint64_t replicas = c->replica_indexes(c->placement().shard_of(kItems, key)).size();
+    EXPECT_EQ(cl->engine().last_txn_ops().reads, 2 * path_reads + replicas) << "key " << key;
+    ++(wraps ? wrapped : straight);
+  }
+  EXPECT_EQ(wrapped, 2);
+  EXPECT_EQ(straight, 4);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, EngineTest, ::testing::Values(Backend::kShm, Backend::kTcp),
