@@ -359,11 +359,4 @@ Status qp_to_rts(ibv_qp* qp, uint32_t psn, uint8_t max_rd_atomic, uint8_t ack_ti
   return Status::ok();
 }
 
-Status qp_to_error(ibv_qp* qp) {
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_ERR;
-  if (int rc = ibv_modify_qp(qp, &a, IBV_QP_STATE); rc != 0) return verbs_error("queue pair to ERROR", rc);
-  return Status::ok();
-}
-
 }  // namespace pandora

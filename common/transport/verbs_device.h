@@ -116,9 +116,6 @@ Status qp_to_rtr(ibv_qp* qp, const VerbsDevice& dev, const wire::QpAddress& loca
 // `max_rd_atomic`: READs/atomics this end keeps in flight; `ack_timeout`:
 // VerbsOptions::ack_timeout.
 Status qp_to_rts(ibv_qp* qp, uint32_t psn, uint8_t max_rd_atomic, uint8_t ack_timeout = 14);
-// Moves a queue pair to the error state: outstanding work is flushed and
-// nothing more is sent or accepted.
-Status qp_to_error(ibv_qp* qp);
 
 // ibv_reg_mr with the access flags as a plain int (the header's macro mixes
 // two enum types when given an enumerator).
