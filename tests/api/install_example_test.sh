@@ -33,6 +33,11 @@ for f in lib/libpandora.so include/pandora/pandora.h lib/cmake/Pandora/PandoraCo
          bin/pandora-ctl bin/pandora-fd; do
   [[ -e "$work/prefix/$f" ]] || { echo "FAIL: $f not installed" >&2; exit 1; }
 done
+# The PostgreSQL peer, where this build has it (libpq found).
+if [[ -x "$build/workloads/peers/postgres/pandora-pg-bench" && ! -x "$work/prefix/bin/pandora-pg-bench" ]]; then
+  echo "FAIL: bin/pandora-pg-bench not installed" >&2
+  exit 1
+fi
 if find "$work/prefix/include" -name '*.h' | grep -v '/include/pandora/' | grep -q .; then
   echo "FAIL: headers outside include/pandora were installed:" >&2
   find "$work/prefix/include" -name '*.h' | grep -v '/include/pandora/' >&2
