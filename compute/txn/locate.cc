@@ -23,9 +23,10 @@ std::optional<uint64_t> find_in_path(const Item& it, const std::vector<uint8_t>&
 void post_path_buckets(TxnContext& ctx, uint16_t node, const TableEntry& t, uint64_t home, uint32_t first,
                        uint32_t end, uint8_t* dst) {
   const uint64_t bb = bucket_bytes(t);
+  const uint64_t per_read = std::max<uint64_t>(1, kMaxPathReadBytes / bb);
   for (uint32_t step = first; step < end;) {
     const uint64_t b = path_bucket(t, home, step);
-    const uint32_t run = static_cast<uint32_t>(std::min<uint64_t>(end - step, t.bucket_count - b));
+    const uint32_t run = static_cast<uint32_t>(std::min({uint64_t{end - step}, t.bucket_count - b, per_read}));
     ctx.ops.read(node, bucket_offset(t, b), dst + step * bb, static_cast<uint32_t>(run * bb));
     step += run;
   }

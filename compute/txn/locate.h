@@ -11,11 +11,18 @@
 
 namespace pandora::txn {
 
+// The most one READ of a probe path asks for (at least one bucket): the
+// paths of ordinary tables (buckets of up to 8 KiB) stay one READ, while a
+// table of 64 KiB rows does not turn into 512 KiB READs, which the verbs
+// transport could not stage (it registers the buffer of any operation
+// above 64 KiB for that operation alone).
+inline constexpr uint64_t kMaxPathReadBytes = 64 * 1024;
+
 // Posts READs of steps [first, end) of the probe path from bucket `home` on
 // memory node `node`, bucket `step` landing at dst + step * bucket bytes.
 // A path's buckets are consecutive in the region except where it wraps
 // past the table's last bucket, so this is one READ, or two when it wraps,
-// not one per bucket.
+// not one per bucket - for buckets of big rows, one per kMaxPathReadBytes.
 void post_path_buckets(TxnContext& ctx, uint16_t node, const TableEntry& t, uint64_t home, uint32_t first,
                        uint32_t end, uint8_t* dst);
 

@@ -10,6 +10,7 @@
 #include "compute/op_batch.h"
 #include "compute/scheduler.h"
 #include "compute/table_geometry.h"
+#include "compute/txn/locate.h"
 #include "tests/compute/compute_test_support.h"
 
 namespace pandora::testing {
@@ -17,9 +18,12 @@ namespace {
 
 constexpr uint32_t kAccounts = 1;
 constexpr uint32_t kItems = 3;
+constexpr uint32_t kBig = 5;  // rows of 12000 bytes: one per bucket
 constexpr uint64_t kRows = 64;
 
-std::vector<TableSpec> specs() { return {{kAccounts, "accounts", 8, kRows}, {kItems, "items", 24, 256}}; }
+std::vector<TableSpec> specs() {
+  return {{kAccounts, "accounts", 8, kRows}, {kItems, "items", 24, 256}, {kBig, "big", 12000, 16}};
+}
 
 class EngineTest : public ::testing::TestWithParam<Backend> {
  protected:
@@ -419,6 +423,33 @@ TEST_P(EngineTest, AnInsertReadsItsProbePathInOneReadOrTwoWhereItWraps) {
   }
   EXPECT_EQ(wrapped, 2);
   EXPECT_EQ(straight, 4);
+}
+
+// A path of big buckets is read in pieces of at most kMaxPathReadBytes
+// (whole buckets), not in one READ of half a megabyte.
+TEST_P(EngineTest, APathOfBigBucketsIsReadInPiecesOfAtMost64KiB) {
+  ComputeConfig big_lanes = cfg(1);
+  big_lanes.lane_bytes = 32 * 1024;  // the log record holds the 12000-byte row twice
+  auto c = load(big_lanes);
+  ASSERT_TRUE(c);
+  auto cl = client(*c);
+  const TableEntry* t = c->directory().find(kBig);
+  ASSERT_NE(t, nullptr);
+  const uint64_t per_read = txn::kMaxPathReadBytes / bucket_bytes(*t);
+  ASSERT_GE(per_read, 1u);
+  ASSERT_LT(per_read, t->max_probe);  // so the path takes several READs
+  const uint64_t pieces = (t->max_probe + per_read - 1) / per_read;
+  const std::vector<uint8_t> val(12000, 3);
+  int checked = 0;
+  for (uint64_t key = 1; key < 1000 && checked < 3; ++key) {
+    if (home_bucket(*t, key) + t->max_probe > t->bucket_count) continue;  // no wrap: pieces alone
+    const auto out = cl->transact([&](Txn& x) { return x.insert(kBig, key, val); });
+    ASSERT_TRUE(out.committed) << key << ": " << abort_reason_name(out.reason);
+    const uint64_t replicas = c->replica_indexes(c->placement().shard_of(kBig, key)).size();
+    EXPECT_EQ(cl->engine().last_txn_ops().reads, 2 * pieces + replicas) << "key " << key;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, EngineTest, ::testing::Values(Backend::kShm, Backend::kTcp),
