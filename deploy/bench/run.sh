@@ -221,9 +221,15 @@ pids=()
 trap - INT TERM
 for ((i = 0; i < processes; i++)); do
   if [[ -n "${remote[$i]}" ]]; then
+    # Copied aside, then renamed: where DIR is one shared file system (NFS
+    # homes), the source is the destination, and scp would truncate the
+    # file it is reading; a copy cut short never looks like a report.
     for f in "p$i.json" "p$i.csv" "p$i.log"; do
-      show "scp -q -o BatchMode=yes ${remote[$i]}:$(quote "$out/$f") $(quote "$out/$f")"
-      [[ "$dry_run" -eq 1 ]] || scp -q -o BatchMode=yes "${remote[$i]}:$out/$f" "$out/$f" || failed=1
+      part="$out/.$f.part"
+      show "scp -q -o BatchMode=yes ${remote[$i]}:$(quote "$out/$f") $(quote "$part") && mv -f $(quote "$part") $(quote "$out/$f")"
+      if [[ "$dry_run" -eq 0 ]]; then
+        { scp -q -o BatchMode=yes "${remote[$i]}:$out/$f" "$part" && mv -f "$part" "$out/$f"; } || failed=1
+      fi
     done
   fi
 done

@@ -1,8 +1,12 @@
 // deploy/bench/run.sh: one run as three local compute processes against two
-// real daemons, merged with one end-of-run check; its ssh path as a dry
-// run (nothing is ever ssh'd to); and its command-line errors.
+// real daemons, merged with one end-of-run check; the same over its ssh
+// path with stand-ins for ssh and scp (nothing is ever ssh'd to), and as a
+// dry run; and its command-line errors.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include <fstream>
 #include <set>
@@ -52,16 +56,29 @@ class RunnerTest : public ::testing::Test {
 
   // run.sh with 3 processes (compute ids 2, 3, 4) of `workload`; returns
   // the merged report after checking it against the processes' reports.
-  workloads::BenchReport run_three(const std::vector<std::string>& workload, const std::string& dir) {
+  // `runner_extra`: more run.sh options; `path_first`: a directory put
+  // first on run.sh's PATH (the ssh stand-ins below).
+  workloads::BenchReport run_three(const std::vector<std::string>& workload, const std::string& dir,
+                                   const std::vector<std::string>& runner_extra = {},
+                                   const std::string& path_first = "") {
     std::vector<std::string> args = {"--processes", "3",     "--out",          dir, "--bench", PANDORA_BENCH_PATH,
-                                     "--first-compute-id", "2", "--start-margin", "10", "--"};
+                                     "--first-compute-id", "2", "--start-margin", "10"};
+    for (const std::string& a : runner_extra) args.push_back(a);
+    args.push_back("--");
     for (const std::string& a : cluster_flags()) args.push_back(a);
     for (const std::string& a : workload) args.push_back(a);
     for (const char* a : {"--seconds", "3", "--warmup-seconds", "0", "--backend", "tcp", "--coordinators", "2"}) {
       args.push_back(a);
     }
     std::string out;
-    const int rc = runner(args, &out);
+    int rc = 0;
+    if (path_first.empty()) {
+      rc = runner(args, &out);
+    } else {
+      args.insert(args.begin(), {"/usr/bin/env", "PATH=" + path_first + ":" + std::getenv("PATH"), "/bin/bash",
+                                 kRunner});
+      rc = run_command(args, &out, 300);
+    }
     EXPECT_EQ(rc, 0) << out << "\n--- p0.log ---\n" << slurp(dir + "/p0.log");
     for (int i = 0; i < 3; ++i) {
       EXPECT_EQ(slurp(dir + "/p" + std::to_string(i) + ".log").find("starting late"), std::string::npos)
@@ -108,6 +125,54 @@ class RunnerTest : public ::testing::Test {
   MemdCluster d_{2, "32M", "2M"};
   TempDir out_;
 };
+
+// --hosts: each process runs over ssh on its host and its report comes
+// back by scp. Here ssh and scp are stand-ins that run the remote command
+// in a login shell on this machine and copy the file, so the command line
+// run.sh sends, its quoting and the copy-back are exercised for real; and
+// "remote" DIR is the local DIR, as on a file system the hosts share, where
+// copying a report onto itself must not destroy it.
+TEST_F(RunnerTest, OverSshEachProcessRunsOnItsHostAndItsReportComesBack) {
+  const std::string shims = out_.path() + "/shims";
+  ASSERT_EQ(::mkdir(shims.c_str(), 0700), 0);
+  const std::string calls = shims + "/calls";
+  std::ofstream(shims + "/ssh") << R"(#!/bin/bash
+while [[ $# -gt 0 && $1 == -* ]]; do if [[ $1 == -o ]]; then shift 2; else shift; fi; done
+echo "ssh $1" >> ")" << calls << R"("
+shift
+exec /bin/bash -c "$*"
+)";
+  std::ofstream(shims + "/scp") << R"(#!/bin/bash
+while [[ $# -gt 0 && $1 == -* ]]; do if [[ $1 == -o ]]; then shift 2; else shift; fi; done
+[[ $# -eq 2 && $1 == *@*:* ]] || { echo "scp stand-in: bad arguments: $*" >&2; exit 64; }
+echo "scp $1 $2" >> ")" << calls << R"("
+exec cp -- "${1#*:}" "$2"
+)";
+  ASSERT_EQ(::chmod((shims + "/ssh").c_str(), 0700), 0);
+  ASSERT_EQ(::chmod((shims + "/scp").c_str(), 0700), 0);
+  const std::string hosts = out_.path() + "/hosts";
+  std::ofstream(hosts) << "alice@host-a\nbob@host-b\n";
+  const std::string dir = out_.path() + "/over ssh";  // a space: quoting must hold
+  const workloads::BenchReport merged =
+      run_three({"--workload", "micro", "--keys", "5000", "--write-ratio", "1"}, dir, {"--hosts", hosts}, shims);
+  if (HasFailure()) return;
+  EXPECT_NE(merged.check.message.find("check passed"), std::string::npos) << merged.check.message;
+  const std::string log = slurp(calls);
+  // Processes 0 and 2 on host-a, 1 on host-b; each one's three files back.
+  auto count = [&](const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = log.find(needle); at != std::string::npos; at = log.find(needle, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("ssh alice@host-a\n"), 2u) << log;
+  EXPECT_EQ(count("ssh bob@host-b\n"), 1u) << log;
+  EXPECT_EQ(count("scp bob@host-b:" + dir + "/p1.json " + dir + "/.p1.json.part\n"), 1u) << log;
+  EXPECT_EQ(count("scp "), 9u) << log;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NE(slurp(dir + "/p" + std::to_string(i) + ".csv").find("bucket_start_ms"), std::string::npos) << i;
+    EXPECT_FALSE(std::ifstream(dir + "/.p" + std::to_string(i) + ".json.part").good()) << "left a partial copy";
+  }
+}
 
 TEST_F(RunnerTest, ThreeProcessesMergedWithOneCheckMicroAndSmallBank) {
   const std::string micro_dir = out_.path() + "/micro";
