@@ -104,7 +104,6 @@ constexpr uint64_t order_line_key(uint64_t w, uint64_t d, uint64_t o, uint64_t o
 // of about 1 KiB, so rows of 342+ bytes (stock: 2 per bucket, customer: 1)
 // overflow random 8-slot paths at load factor 1/2 (a 30000-row customer
 // table failed in most simulated loads).
-inline uint64_t placed_key(uint32_t table, uint64_t index) { return dense_key(table, index); }
 
 class StaticKeys {
  public:
@@ -112,21 +111,21 @@ class StaticKeys {
       : items_(items), customers_(customers), names_(customers < kLastNames ? customers : kLastNames) {
     (void)warehouses;
   }
-  uint64_t warehouse(uint64_t w) const { return placed_key(kWarehouse, w - 1); }
-  uint64_t district(uint64_t w, uint64_t d) const { return placed_key(kDistrict, district_index(w, d)); }
+  uint64_t warehouse(uint64_t w) const { return dense_key(kWarehouse, w - 1); }
+  uint64_t district(uint64_t w, uint64_t d) const { return dense_key(kDistrict, district_index(w, d)); }
   uint64_t customer(uint64_t w, uint64_t d, uint64_t c) const {
-    return placed_key(kCustomer, customer_index(w, d, c));
+    return dense_key(kCustomer, customer_index(w, d, c));
   }
-  uint64_t item(uint64_t i) const { return placed_key(kItem, i - 1); }
-  uint64_t stock(uint64_t w, uint64_t i) const { return placed_key(kStock, (w - 1) * items_ + i - 1); }
+  uint64_t item(uint64_t i) const { return dense_key(kItem, i - 1); }
+  uint64_t stock(uint64_t w, uint64_t i) const { return dense_key(kStock, (w - 1) * items_ + i - 1); }
   uint64_t customer_name(uint64_t w, uint64_t d, uint64_t name) const {
-    return placed_key(kCustomerName, district_index(w, d) * names_ + name);
+    return dense_key(kCustomerName, district_index(w, d) * names_ + name);
   }
   uint64_t last_order(uint64_t w, uint64_t d, uint64_t c) const {
-    return placed_key(kLastOrder, customer_index(w, d, c));
+    return dense_key(kLastOrder, customer_index(w, d, c));
   }
   uint64_t delivery_cursor(uint64_t w, uint64_t d) const {
-    return placed_key(kDeliveryCursor, district_index(w, d));
+    return dense_key(kDeliveryCursor, district_index(w, d));
   }
 
  private:
